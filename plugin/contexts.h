@@ -1,0 +1,26 @@
+// One module per SPANK context (as pyxis does): client (srun/sbatch/salloc), remote (slurmstepd), slurmd.
+#pragma once
+
+#include "spank_api.h"
+
+namespace paratune::plugin {
+
+// ctx_client.cpp — srun, sbatch, salloc: register and validate --paratune before anything is queued.
+int client_init(spank_t sp, int ac, char** av);
+int client_post_opt(spank_t sp, int ac, char** av);
+
+// ctx_remote.cpp — slurmstepd: probe, decide, inject, log.
+int remote_init(spank_t sp, int ac, char** av);
+int remote_post_opt(spank_t sp, int ac, char** av);
+int remote_user_init(spank_t sp, int ac, char** av);
+int remote_exit(spank_t sp, int ac, char** av);
+
+// ctx_slurmd.cpp — slurmd at start: probe the node once into the root-owned cache.
+int slurmd_init(spank_t sp, int ac, char** av);
+
+// options.cpp — the --paratune option, registered in every context that uses it.
+int register_option(spank_t sp);
+// plugstack.conf arguments → state().config; logs and returns false on error.
+bool load_config(int ac, char** av);
+
+}  // namespace paratune::plugin

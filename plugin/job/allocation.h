@@ -1,0 +1,26 @@
+// What Slurm gave the job on this node, read from the job's environment (SPANK has no item for GPUs).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "job_env.h"
+
+namespace paratune::job {
+
+struct Allocation {
+  int nodes = 1;                  // SLURM_JOB_NUM_NODES (S_JOB_NNODES is 0 in the batch step)
+  int gpus_on_node = 0;           // SLURM_GPUS_ON_NODE, else the count of the GPU index list
+  std::vector<int> gpu_indexes;   // SLURM_STEP_GPUS / SLURM_JOB_GPUS / CUDA_VISIBLE_DEVICES
+  std::string partition;          // SLURM_JOB_PARTITION
+  std::string submit_dir;         // SLURM_SUBMIT_DIR
+  std::string job_id;             // SLURM_JOB_ID
+};
+
+// Throws std::invalid_argument naming the variable when a value is malformed.
+Allocation allocation_from_env(const JobEnvironment& env);
+
+// "0,1,3" → {0,1,3}; ranges "0-3" are accepted too (Slurm writes them in some versions).
+std::vector<int> parse_index_list(const std::string& name, const std::string& text);
+
+}  // namespace paratune::job

@@ -1,0 +1,148 @@
+#include "option_spec.h"
+
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include "paratune/advisor/scenario.h"
+
+namespace paratune::job {
+
+namespace {
+
+// Bounds keep a hostile SPEC from costing anything: Slurm passes it to every step.
+constexpr size_t kMaxSpecLength = 4096;
+constexpr size_t kMaxTokens = 32;
+constexpr const char* kValidKeys = "model, seq, gbs, mbs, framework, mode, precision, tp, pp, cp, zero, recompute";
+
+std::string join_presets() {
+  std::string out;
+  for (const auto& k : advisor::model_preset_keys()) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+int parse_int(std::string_view key, std::string_view value, int lo, int hi) {
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || ptr != value.data() + value.size() || v < lo || v > hi)
+    throw SpecError("--paratune: '" + std::string(key) + "=" + std::string(value) + "': " + std::string(key) +
+                    " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
+  return v;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+void set_model(OptionSpec& spec, std::string_view token, std::string_view value) {
+  if (!advisor::is_model_preset(std::string(value)))
+    throw SpecError("--paratune: '" + std::string(token) + "': unknown model preset '" + std::string(value) +
+                    "'; valid presets: " + join_presets());
+  spec.model = std::string(value);
+}
+
+// Validate an enumerated value with the advisor's own parser so the lists never drift apart.
+template <typename Parse>
+std::string checked(std::string_view token, std::string_view value, Parse parse) {
+  try {
+    parse(std::string(value));
+  } catch (const std::invalid_argument& e) {
+    throw SpecError("--paratune: '" + std::string(token) + "': " + e.what());
+  }
+  return std::string(value);
+}
+
+void apply_key(OptionSpec& spec, std::string_view token) {
+  const size_t eq = token.find('=');
+  const std::string_view key = token.substr(0, eq);
+  const std::string_view value = token.substr(eq + 1);
+  if (value.empty()) throw SpecError("--paratune: '" + std::string(token) + "': empty value for " + std::string(key));
+  if (key == "model") set_model(spec, token, value);
+  else if (key == "seq") spec.seq = parse_int(key, value, 1, 1 << 22);
+  else if (key == "gbs") spec.gbs = parse_int(key, value, 1, 1 << 24);
+  else if (key == "mbs") spec.mbs = parse_int(key, value, 1, 1 << 16);
+  else if (key == "tp") spec.tp = parse_int(key, value, 1, 1024);
+  else if (key == "pp") spec.pp = parse_int(key, value, 1, 1024);
+  else if (key == "cp") spec.cp = parse_int(key, value, 1, 1024);
+  else if (key == "zero") spec.zero = parse_int(key, value, 0, 3);
+  else if (key == "framework") spec.framework = checked(token, value, advisor::framework_from_string);
+  else if (key == "precision") spec.precision = checked(token, value, advisor::precision_from_string);
+  else if (key == "recompute") spec.recompute = checked(token, value, advisor::recompute_from_string);
+  else if (key == "mode") {
+    try {
+      spec.mode = mode_from_string(std::string(value));
+    } catch (const std::invalid_argument& e) {
+      throw SpecError("--paratune: '" + std::string(token) + "': " + e.what());
+    }
+  } else {
+    throw SpecError("--paratune: unknown key '" + std::string(key) + "' in '" + std::string(token) +
+                    "'; valid keys: " + kValidKeys);
+  }
+}
+
+}  // namespace
+
+const char* to_string(Mode m) {
+  switch (m) {
+    case Mode::Apply: return "apply";
+    case Mode::Suggest: return "suggest";
+    case Mode::Off: return "off";
+  }
+  return "?";
+}
+
+Mode mode_from_string(const std::string& s) {
+  if (s == "apply") return Mode::Apply;
+  if (s == "suggest") return Mode::Suggest;
+  if (s == "off") return Mode::Off;
+  throw std::invalid_argument("unknown mode '" + s + "'; valid modes: apply, suggest, off");
+}
+
+OptionSpec parse_option_spec(std::string_view text) {
+  OptionSpec spec;
+  spec.raw = std::string(text.substr(0, kMaxSpecLength));
+  if (text.size() > kMaxSpecLength)
+    throw SpecError("--paratune: the specification is " + std::to_string(text.size()) + " bytes; at most " +
+                    std::to_string(kMaxSpecLength) + " are accepted");
+  if (text.empty()) return spec;
+  if (text.front() == '@') {
+    spec.scenario_file = std::string(text.substr(1));
+    if (spec.scenario_file.empty()) throw SpecError("--paratune: '@' must be followed by a scenario file name");
+    if (spec.scenario_file.find('\0') != std::string::npos)
+      throw SpecError("--paratune: the scenario file name contains a NUL byte");
+    return spec;
+  }
+  const auto tokens = split(text, ',');
+  if (tokens.size() > kMaxTokens)
+    throw SpecError("--paratune: " + std::to_string(tokens.size()) + " comma-separated items; at most " +
+                    std::to_string(kMaxTokens) + " are accepted");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto token = tokens[i];
+    if (token.empty()) throw SpecError("--paratune: empty item in '" + spec.raw + "' (stray comma?)");
+    if (token.find('=') == std::string_view::npos) {
+      if (i != 0)
+        throw SpecError("--paratune: '" + std::string(token) + "' is not key=value; only the first item may be " +
+                        "a bare model preset; valid keys: " + kValidKeys);
+      set_model(spec, token, token);
+      continue;
+    }
+    apply_key(spec, token);
+  }
+  return spec;
+}
+
+const char* option_usage() {
+  return "Let paratune choose the parallel layout and NCCL settings. SPEC: empty (site default), a model preset "
+         "(e.g. llama3-70b), key=value,... (model, seq, gbs, mbs, framework, mode=apply|suggest|off, precision, "
+         "tp, pp, cp, zero, recompute), or @FILE (a scenario TOML file).";
+}
+
+}  // namespace paratune::job

@@ -1,0 +1,41 @@
+// The `--paratune[=SPEC]` option: grammar, parsing and validation (no Slurm here).
+//
+//   --paratune                      the site/default scenario
+//   --paratune=PRESET               a model preset from the catalog, e.g. llama3-70b
+//   --paratune=key=value,...        keys: model seq gbs mbs framework mode precision tp pp cp zero recompute
+//   --paratune=PRESET,key=value...  a preset refined by keys
+//   --paratune=@FILE                a scenario TOML file
+#pragma once
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace paratune::job {
+
+enum class Mode { Apply, Suggest, Off };
+const char* to_string(Mode m);
+Mode mode_from_string(const std::string& s);  // throws std::invalid_argument listing the valid modes
+
+struct SpecError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+struct OptionSpec {
+  std::string raw;                         // what the user typed ("" for bare --paratune)
+  std::string scenario_file;               // @FILE
+  std::optional<std::string> model;        // preset key
+  std::optional<int> seq, gbs, mbs, tp, pp, cp, zero;
+  std::optional<std::string> framework, precision, recompute;
+  std::optional<Mode> mode;
+};
+
+// Parse and validate; throws SpecError whose message names the bad token and lists what is valid.
+OptionSpec parse_option_spec(std::string_view text);
+
+// The usage text shown by `sbatch --help` (kept short: Slurm prints it in one column).
+const char* option_usage();
+
+}  // namespace paratune::job

@@ -1,0 +1,56 @@
+#include "plugin_config.h"
+
+namespace paratune::job {
+
+namespace {
+
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, job_dir, default_mode, default_model, on_by_default";
+
+bool parse_bool(const std::string& key, const std::string& v) {
+  if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
+  if (v == "0" || v == "no" || v == "false" || v == "n") return false;
+  throw ConfigError("plugstack argument '" + key + "=" + v + "': expected yes|no|true|false|1|0");
+}
+
+std::string absolute_path(const std::string& key, const std::string& v) {
+  if (v.empty() || v.front() != '/')
+    throw ConfigError("plugstack argument '" + key + "=" + v + "': expected an absolute path");
+  return v;
+}
+
+}  // namespace
+
+PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
+  PluginConfig c;
+  for (const auto& arg : args) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw ConfigError("plugstack argument '" + arg + "': expected key=value; valid keys: " + kValidKeys);
+    const std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
+    if (key == "topology") {
+      c.topology = value.rfind("builtin:", 0) == 0 ? value : absolute_path(key, value);
+    } else if (key == "policy") {
+      c.policy = absolute_path(key, value);
+      c.policy_explicit = true;
+    } else if (key == "log_dir") {
+      c.log_dir = absolute_path(key, value);
+    } else if (key == "cache") {
+      c.cache = absolute_path(key, value);
+    } else if (key == "job_dir") {
+      c.job_dir = absolute_path(key, value);
+    } else if (key == "default_mode") {
+      if (value != "apply" && value != "suggest")
+        throw ConfigError("plugstack argument '" + arg + "': default_mode must be apply or suggest");
+      c.default_mode = mode_from_string(value);
+    } else if (key == "default_model") {
+      c.default_model = value;
+    } else if (key == "on_by_default") {
+      c.enabled_by_default = parse_bool(key, value);
+    } else {
+      throw ConfigError("plugstack argument '" + arg + "': unknown key '" + key + "'; valid keys: " + kValidKeys);
+    }
+  }
+  return c;
+}
+
+}  // namespace paratune::job

@@ -1,0 +1,31 @@
+// The plugin's plugstack.conf arguments: strict key=value parsing; an unknown key is an error.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "option_spec.h"
+
+namespace paratune::job {
+
+struct ConfigError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+struct PluginConfig {
+  std::string topology;                          // topology=FILE|builtin:NAME: use instead of probing
+  std::string policy = "/etc/paratune/policy.toml";  // policy=FILE (absent file = no policy)
+  bool policy_explicit = false;                  // policy= given: then a missing file is an error
+  std::string log_dir = "/var/log/paratune";     // log_dir=DIR: tuning log and per-job logs (root-owned)
+  std::string cache = "/run/paratune/topology.json";  // cache=FILE: the node's probe cache (root-owned)
+  std::string job_dir;                           // job_dir=DIR: where plan files go ("" = the submit dir)
+  Mode default_mode = Mode::Apply;               // default_mode=apply|suggest
+  std::string default_model = "llama3-8b";       // default_model=PRESET: what bare --paratune means
+  bool enabled_by_default = false;               // on_by_default=yes: decide even without --paratune
+};
+
+// Parse plugstack.conf arguments ("key=value" each). Throws ConfigError naming the argument and the valid keys.
+PluginConfig parse_plugin_config(const std::vector<std::string>& args);
+
+}  // namespace paratune::job

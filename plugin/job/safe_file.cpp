@@ -1,0 +1,128 @@
+#include "safe_file.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <stdexcept>
+#include <system_error>
+
+namespace paratune::job {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw std::system_error(errno, std::generic_category(), what); }
+
+void write_all(int fd, const std::string& data, const std::string& what) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(what);
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner) {
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) fail("mkdir " + path);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) fail("open directory " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail("stat " + path);
+  if (st.st_uid != owner)
+    throw std::runtime_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", expected " +
+                             std::to_string(owner) + "; refusing to use it");
+  return fd;
+}
+
+void write_file_atomic(int dirfd, const std::string& name, const std::string& content, mode_t mode) {
+  const std::string tmp = "." + name + ".tmp." + std::to_string(::getpid());
+  UniqueFd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) fail("create " + tmp);
+  try {
+    write_all(fd.get(), content, "write " + tmp);
+    if (::fsync(fd.get()) != 0) fail("fsync " + tmp);
+  } catch (...) {
+    ::unlinkat(dirfd, tmp.c_str(), 0);
+    throw;
+  }
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) {
+    int saved = errno;
+    ::unlinkat(dirfd, tmp.c_str(), 0);
+    errno = saved;
+    fail("rename " + tmp + " to " + name);
+  }
+}
+
+void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode) {
+  UniqueFd fd(::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) fail("open " + name + " for appending");
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail("stat " + name);
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error(name + ": not a regular file");
+  // Concurrent jobs append to the same log: lock, but never wait without bound inside slurmstepd.
+  bool locked = false;
+  for (int attempt = 0; attempt < 200 && !locked; ++attempt) {
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+      locked = true;
+      break;
+    }
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    struct timespec ts{0, 10 * 1000 * 1000};
+    ::nanosleep(&ts, nullptr);
+  }
+  // O_APPEND + one write keeps lines whole even if the lock could not be had in 2 s.
+  std::string data = line;
+  if (data.empty() || data.back() != '\n') data.push_back('\n');
+  ssize_t n;
+  do {
+    n = ::write(fd.get(), data.data(), data.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) fail("append to " + name);
+  if (static_cast<size_t>(n) != data.size()) throw std::runtime_error(name + ": short write (disk full?)");
+  if (locked) ::flock(fd.get(), LOCK_UN);
+}
+
+std::string read_bounded(const std::string& path, size_t limit, bool* truncated) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) fail("open " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail("stat " + path);
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+  std::string out;
+  out.resize(limit + 1);
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("read " + path);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (truncated) *truncated = got > limit;
+  out.resize(std::min(got, limit));
+  return out;
+}
+
+}  // namespace paratune::job

@@ -1,0 +1,44 @@
+// File operations that stay safe when the path is hostile: RAII descriptors, no symlink following,
+// atomic replacement, bounded reads, single-write appends. Every function reports errors by exception
+// (std::system_error / std::runtime_error) naming the path.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+
+namespace paratune::job {
+
+// An owned file descriptor.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd();
+  int get() const { return fd_; }
+  int release() { int f = fd_; fd_ = -1; return f; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// mkdir (mode) unless it exists; an existing entry must be a real directory (not a symlink) owned by `owner`.
+// Returns an O_DIRECTORY descriptor opened without following symlinks.
+UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner);
+
+// Write `content` to dirfd/name atomically (temporary file + rename), never following a symlink.
+void write_file_atomic(int dirfd, const std::string& name, const std::string& content, mode_t mode);
+
+// Append one line to dirfd/name with a single write() under an flock (bounded wait); creates it with `mode`.
+void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode);
+
+// Read at most `limit` bytes of a regular file, not following symlinks; `truncated` says if there was more.
+std::string read_bounded(const std::string& path, size_t limit, bool* truncated = nullptr);
+
+}  // namespace paratune::job

@@ -1,0 +1,156 @@
+#include "scenario_builder.h"
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/scenario_toml.h"
+
+namespace paratune::job {
+
+namespace {
+
+// Rank NCCL path classes so "worst" is well defined (PIX best ... SYS worst).
+int path_rank(const std::string& p) {
+  static const char* order[] = {"NVL", "PIX", "PXB", "PHB", "SYS"};
+  for (int i = 0; i < 5; ++i)
+    if (p == order[i]) return i;
+  return 5;  // unknown / no NIC
+}
+
+advisor::Fabric fabric_of(const probe::Nic& nic) {
+  if (nic.name.rfind("rdmap", 0) == 0) return advisor::Fabric::Efa;
+  if (nic.name.rfind("hfi1", 0) == 0) return advisor::Fabric::OmniPath;
+  if (nic.name.rfind("cxi", 0) == 0 || nic.name.rfind("bxi", 0) == 0) return advisor::Fabric::Slingshot;
+  if (nic.link_layer && *nic.link_layer == "ethernet") return advisor::Fabric::RoCE;
+  return advisor::Fabric::InfiniBand;
+}
+
+}  // namespace
+
+int default_global_batch(int seq_len, int total_gpus) {
+  const long tokens = 4L * 1024 * 1024;
+  long gbs = std::max<long>(1, tokens / std::max(1, seq_len));
+  // Round up to a multiple of the GPU count so that pure data parallelism is possible.
+  gbs = std::max<long>(gbs, total_gpus);
+  gbs = ((gbs + total_gpus - 1) / total_gpus) * total_gpus;
+  return static_cast<int>(std::min<long>(gbs, 1 << 24));
+}
+
+advisor::ClusterSpec cluster_from_topology(const probe::Topology& topo, const Allocation& alloc,
+                                           std::vector<std::string>& notes) {
+  // GPUs of the allocation: the topology marks them (in_allocation) when the probe was given the indexes.
+  std::vector<const probe::Gpu*> gpus;
+  for (const auto& g : topo.gpus)
+    if (g.in_allocation) gpus.push_back(&g);
+  if (gpus.empty()) throw std::runtime_error("the node has no GPU in the job's allocation (probe found " +
+                                             std::to_string(topo.gpus.size()) + " GPUs)");
+  if (alloc.gpus_on_node > 0 && alloc.gpus_on_node < static_cast<int>(gpus.size())) gpus.resize(alloc.gpus_on_node);
+  std::set<std::string> models;
+  for (auto* g : gpus) models.insert(g->model);
+  if (models.size() > 1) throw std::runtime_error("the allocation mixes GPU models (" + *models.begin() + ", " +
+                                                  *models.rbegin() + "); paratune plans for one model");
+
+  advisor::ClusterSpec c;
+  c.gpu = gpus.front()->model;
+  c.nodes = alloc.nodes;
+  c.gpus_per_node = static_cast<int>(gpus.size());
+
+  std::set<int> allocated;
+  for (auto* g : gpus) allocated.insert(g->index);
+  c.nvlink_domain = 1;
+  for (const auto& domain : topo.nvlink_domains) {
+    int n = 0;
+    for (int i : domain) n += allocated.count(i);
+    c.nvlink_domain = std::max(c.nvlink_domain, n);
+  }
+  if (topo.nvlink_gbps_per_gpu) c.nvlink_gbps = *topo.nvlink_gbps_per_gpu;
+
+  // Compute NICs: active (or of unknown state, as in XML dumps) and not storage/management.
+  double min_rate = 0;
+  bool have_fabric = false;
+  for (const auto& nic : topo.nics) {
+    if (nic.role == "storage" || nic.role == "management") continue;
+    const bool active = !nic.state || *nic.state == "active";
+    advisor::NicFacts f;
+    f.name = nic.name;
+    f.port = nic.port;
+    f.active = active;
+    f.netdev = nic.netdev;
+    f.gid_index = nic.gid_index;
+    f.gbps = nic.rate_gbps.value_or(0);
+    // The path class from this NIC to its nearest allocated GPU.
+    std::string best;
+    for (auto* g : gpus)
+      if (std::find(g->nearest_nics.begin(), g->nearest_nics.end(), nic.name) != g->nearest_nics.end() &&
+          (best.empty() || path_rank(g->nic_path) < path_rank(best)))
+        best = g->nic_path;
+    f.gpu_path = best;
+    c.nics.push_back(f);
+    if (!active) continue;
+    ++c.nic_count;
+    if (nic.rate_gbps) min_rate = min_rate == 0 ? *nic.rate_gbps : std::min(min_rate, *nic.rate_gbps);
+    if (!have_fabric) {
+      c.fabric = fabric_of(nic);
+      have_fabric = true;
+    }
+  }
+  if (c.nic_count > 0 && min_rate == 0) {
+    min_rate = 100;
+    notes.push_back("NIC rate unknown in the topology source; assumed 100 Gb/s per NIC");
+  }
+  c.nic_gbps = min_rate;
+  if (c.nodes > 1 && c.nic_count == 0)
+    notes.push_back("no compute NIC found: inter-node traffic modelled over a 25 Gb/s Ethernet fallback");
+  if (c.nodes > 1 && c.nic_count == 0) {
+    c.fabric = advisor::Fabric::Ethernet;
+    c.nic_count = 1;
+    c.nic_gbps = 25;
+  }
+  std::string worst;
+  for (auto* g : gpus)
+    if (!g->nic_path.empty() && (worst.empty() || path_rank(g->nic_path) > path_rank(worst))) worst = g->nic_path;
+  c.gpu_nic_path = worst;
+  c.cloud = topo.cloud;
+  return c;
+}
+
+advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& config, const Allocation& alloc,
+                                 const probe::Topology& topo, const std::string& scenario_text,
+                                 std::vector<std::string>& notes) {
+  advisor::Scenario s;
+  if (!spec.scenario_file.empty()) {
+    s = advisor::parse_scenario_toml(scenario_text, spec.scenario_file);
+    notes.push_back("scenario from " + spec.scenario_file + "; [cluster] replaced by the probed node and allocation");
+  } else {
+    const std::string preset = spec.model.value_or(config.default_model);
+    s.model = advisor::model_preset(preset);
+  }
+  s.cluster = cluster_from_topology(topo, alloc, notes);
+  if (spec.seq) s.model.seq_len = *spec.seq;
+  if (spec.framework) s.training.framework = advisor::framework_from_string(*spec.framework);
+  if (spec.precision) {
+    s.training.precision = advisor::precision_from_string(*spec.precision);
+  } else if (spec.scenario_file.empty() && advisor::is_gpu_key(s.cluster.gpu) && !advisor::gpu_spec(s.cluster.gpu).bf16) {
+    // The user asked for no precision: pick what the GPU can do (V100, T4 have FP16 but no BF16 tensor cores).
+    s.training.precision = advisor::Precision::Fp16;
+    notes.push_back(s.cluster.gpu + " has no BF16 tensor cores: planning for FP16 mixed precision");
+  }
+  if (spec.gbs) s.training.global_batch = *spec.gbs;
+  if (s.training.global_batch <= 0) {
+    s.training.global_batch = default_global_batch(s.model.seq_len, s.total_gpus());
+    notes.push_back("global batch not given: " + std::to_string(s.training.global_batch) +
+                    " sequences (about 4 Mi tokens per step)");
+  }
+  if (spec.tp) s.parallel.tp = *spec.tp;
+  if (spec.pp) s.parallel.pp = *spec.pp;
+  if (spec.cp) s.parallel.cp = *spec.cp;
+  if (spec.mbs) s.parallel.micro_batch = *spec.mbs;
+  if (spec.zero) s.parallel.zero_stage = *spec.zero;
+  if (spec.recompute) s.parallel.recompute = advisor::recompute_from_string(*spec.recompute);
+  advisor::validate(s);
+  return s;
+}
+
+}  // namespace paratune::job

@@ -1,0 +1,29 @@
+// Scenario from the option × the node's topology × the allocation: where probe and advisor meet.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "allocation.h"
+#include "option_spec.h"
+#include "paratune/advisor/scenario.h"
+#include "paratune/probe/topology.h"
+#include "plugin_config.h"
+
+namespace paratune::job {
+
+// The advisor's view of the node, restricted to the allocation's GPUs. Throws std::runtime_error when the
+// topology cannot support a decision (no GPU, GPUs of mixed models).
+advisor::ClusterSpec cluster_from_topology(const probe::Topology& topo, const Allocation& alloc,
+                                           std::vector<std::string>& notes);
+
+// The whole scenario. `scenario_text`: content of the @FILE scenario (read by the caller as the job user),
+// empty when the option has no file. Cluster facts always come from the probe and the allocation.
+advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& config, const Allocation& alloc,
+                                 const probe::Topology& topo, const std::string& scenario_text,
+                                 std::vector<std::string>& notes);
+
+// The default global batch when the user gave none: about 4 Mi tokens, at least one sequence per GPU.
+int default_global_batch(int seq_len, int total_gpus);
+
+}  // namespace paratune::job

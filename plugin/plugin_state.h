@@ -1,0 +1,42 @@
+// What one plugin instance knows. Each SPANK context is its own process (srun, sbatch, slurmstepd, slurmd),
+// so one static state per process is the natural shape; nothing is shared between processes.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <spdlog/logger.h>
+
+#include "job/decision.h"
+#include "job/job_env.h"
+#include "job/option_spec.h"
+#include "job/plugin_config.h"
+#include "job/safe_file.h"
+#include "job/tuning_record.h"
+
+namespace paratune::plugin {
+
+struct PluginState {
+  bool config_ok = false;                    // plugstack arguments parsed
+  job::PluginConfig config;
+  bool option_given = false;                 // --paratune was on the command line / in the job
+  std::string option_text;                   // its value ("" for bare --paratune)
+  std::optional<job::OptionSpec> spec;       // parsed (remote) or validated (local/allocator)
+  // Remote context: set in init_post_opt (root), used in user_init and exit.
+  bool deciding_step = false;
+  std::optional<probe::Topology> topology;
+  job::JobIdentity job;
+  std::optional<job::Decision> decision;
+  job::EnvOutcome env_outcome;
+  job::UniqueFd job_log_fd;                  // <log_dir>/jobs/<jobid>.log, opened as root
+  std::shared_ptr<spdlog::logger> log;
+};
+
+PluginState& state();
+
+// The logger: Slurm's log (slurm_info/slurm_error) and, once opened, the per-job log file.
+spdlog::logger& log();
+void attach_job_log(int fd);
+
+}  // namespace paratune::plugin

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install what paratune needs to build and test, from Debian 12 packages only (needs root).
+# Skips apt entirely when everything is already there, so repeated runs cost nothing.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config git python3 bzip2 iproute2
+  libslurm-dev slurmctld slurmd slurm-client munge
+  libhwloc-dev libibverbs-dev ibverbs-providers
+  libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+[ "$(id -u)" -eq 0 ] || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 1; }
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

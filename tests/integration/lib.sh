@@ -1,0 +1,43 @@
+# Shared helpers for the real-Slurm integration tests (sourced). Each test is one script; ctest runs them
+# serially against the cluster that local_slurm.sh started (fixture "slurm").
+set -euo pipefail
+: "${PARATUNE_TEST_DIR:?set by ctest}" "${PARATUNE_PLUGIN:?set by ctest}"
+eval "$("$(dirname "$0")/local_slurm.sh" env "$PARATUNE_TEST_DIR")"
+WORK=$(mktemp -d "$PARATUNE_TEST_DIR/work/test.XXXXXX")
+chmod 0777 "$WORK"
+LOG_DIR=$PARATUNE_TEST_DIR/paratune-log
+# The plugstack arguments every test starts from; a test may rewrite them with `plugstack ...`.
+BASE_ARGS=("topology=builtin:nvidia-dgx2" "log_dir=$LOG_DIR" "cache=$PARATUNE_TEST_DIR/run/topology.json")
+failures=0
+
+plugstack() { "$(dirname "$0")/local_slurm.sh" plugstack "$PARATUNE_TEST_DIR" "$PARATUNE_PLUGIN" "$@"; }
+plugstack "${BASE_ARGS[@]}"
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures+1)); }
+pass() { echo "ok: $*"; }
+check() {  # check DESCRIPTION COMMAND...
+  local what=$1; shift
+  if "$@"; then pass "$what"; else fail "$what"; fi
+}
+finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "--- slurmd log (tail) ---" >&2; tail -n 40 "$PARATUNE_TEST_DIR/log/slurmd.log" >&2 || true
+    exit 1
+  fi
+  rm -rf "$WORK"
+}
+
+# Run a batch script with sbatch --wait (bounded); prints the job id. Extra args go to sbatch.
+run_batch() {
+  local script=$1; shift
+  # The test's own PARATUNE_TEST_* variables must not leak into the job (sbatch exports the environment).
+  (cd "$WORK" && env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI timeout 120 sbatch --parsable --wait -o "$WORK/slurm-%j.out" "$@" "$script")
+}
+
+# The value of VAR in an `env`-style dump FILE (empty if absent).
+env_value() { grep -m1 "^$2=" "$1" | cut -d= -f2- || true; }
+
+# Lines of the tuning log for a job.
+log_lines_for() {
+  if [ -f "$LOG_DIR/tuning.jsonl" ]; then grep -c "\"job_id\":\"$1\"" "$LOG_DIR/tuning.jsonl" || true; else echo 0; fi
+}

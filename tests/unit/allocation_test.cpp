@@ -1,0 +1,46 @@
+#include <gtest/gtest.h>
+
+#include "job/allocation.h"
+
+using namespace paratune::job;
+using Vars = std::map<std::string, std::string>;
+
+TEST(Allocation, BatchStepVariables) {
+  MapEnvironment env(Vars{{"SLURM_JOB_NUM_NODES", "4"}, {"SLURM_GPUS_ON_NODE", "2"}, {"CUDA_VISIBLE_DEVICES", "0,1"},
+                      {"SLURM_JOB_GPUS", "2,3"}, {"SLURM_JOB_PARTITION", "gpu"}, {"SLURM_SUBMIT_DIR", "/home/u"}});
+  auto a = allocation_from_env(env);
+  EXPECT_EQ(a.nodes, 4);
+  EXPECT_EQ(a.gpus_on_node, 2);
+  EXPECT_EQ(a.gpu_indexes, (std::vector<int>{2, 3}));  // GRES indexes win over CUDA_VISIBLE_DEVICES
+  EXPECT_EQ(a.partition, "gpu");
+  EXPECT_EQ(a.submit_dir, "/home/u");
+}
+
+TEST(Allocation, StepGpusWinAndRangesExpand) {
+  MapEnvironment env(Vars{{"SLURM_STEP_GPUS", "0-2,5"}, {"SLURM_JOB_GPUS", "0,1,2,3,4,5"}});
+  auto a = allocation_from_env(env);
+  EXPECT_EQ(a.gpu_indexes, (std::vector<int>{0, 1, 2, 5}));
+  EXPECT_EQ(a.gpus_on_node, 4);  // no SLURM_GPUS_ON_NODE: count of the list
+  EXPECT_EQ(a.nodes, 1);
+}
+
+TEST(Allocation, NoGpus) {
+  MapEnvironment env(Vars{{"SLURM_JOB_NUM_NODES", "1"}});
+  auto a = allocation_from_env(env);
+  EXPECT_EQ(a.gpus_on_node, 0);
+  EXPECT_TRUE(a.gpu_indexes.empty());
+}
+
+TEST(Allocation, MalformedValuesNameTheVariable) {
+  for (auto [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"SLURM_JOB_NUM_NODES", "four"}, {"SLURM_GPUS_ON_NODE", "-1"}, {"CUDA_VISIBLE_DEVICES", "0,x"},
+           {"SLURM_JOB_GPUS", "3-1"}, {"SLURM_STEP_GPUS", "0-999999"}}) {
+    MapEnvironment env(Vars{{name, value}});
+    try {
+      allocation_from_env(env);
+      FAIL() << name;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}

@@ -1,0 +1,95 @@
+#include <gtest/gtest.h>
+
+#include "job/option_spec.h"
+
+using namespace paratune::job;
+
+TEST(OptionSpec, BareOptionMeansDefaults) {
+  auto s = parse_option_spec("");
+  EXPECT_FALSE(s.model);
+  EXPECT_TRUE(s.scenario_file.empty());
+  EXPECT_FALSE(s.mode);
+}
+
+TEST(OptionSpec, PresetAlone) {
+  auto s = parse_option_spec("llama3-70b");
+  ASSERT_TRUE(s.model);
+  EXPECT_EQ(*s.model, "llama3-70b");
+}
+
+TEST(OptionSpec, PresetRefinedByKeys) {
+  auto s = parse_option_spec("llama3-70b,gbs=1024,seq=4096,framework=deepspeed,mode=suggest,zero=3,recompute=full");
+  EXPECT_EQ(*s.model, "llama3-70b");
+  EXPECT_EQ(*s.gbs, 1024);
+  EXPECT_EQ(*s.seq, 4096);
+  EXPECT_EQ(*s.framework, "deepspeed");
+  EXPECT_EQ(*s.mode, Mode::Suggest);
+  EXPECT_EQ(*s.zero, 3);
+  EXPECT_EQ(*s.recompute, "full");
+}
+
+TEST(OptionSpec, KeysOnly) {
+  auto s = parse_option_spec("model=gpt3-175b,gbs=1536,tp=8,pp=12,precision=fp8");
+  EXPECT_EQ(*s.model, "gpt3-175b");
+  EXPECT_EQ(*s.tp, 8);
+  EXPECT_EQ(*s.pp, 12);
+  EXPECT_EQ(*s.precision, "fp8");
+}
+
+TEST(OptionSpec, ScenarioFile) {
+  auto s = parse_option_spec("@jobs/run.toml");
+  EXPECT_EQ(s.scenario_file, "jobs/run.toml");
+}
+
+// Each bad input must fail with a message naming the offending token and listing what is valid.
+struct BadSpec {
+  const char* spec;
+  const char* names;   // the message must contain this (the bad token)
+  const char* lists;   // ... and this (what is valid)
+};
+
+class OptionSpecBad : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(OptionSpecBad, RejectedWithAHelpfulMessage) {
+  const auto& c = GetParam();
+  try {
+    parse_option_spec(c.spec);
+    FAIL() << "accepted: " << c.spec;
+  } catch (const SpecError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(c.names), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.lists), std::string::npos) << msg;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, OptionSpecBad,
+    ::testing::Values(BadSpec{"llama9-1t", "llama9-1t", "llama3-8b"},
+                      BadSpec{"model=llama9-1t", "llama9-1t", "llama3-70b"},
+                      BadSpec{"colour=blue", "colour", "valid keys"},
+                      BadSpec{"gbs=0", "gbs=0", "from 1"},
+                      BadSpec{"gbs=12x", "gbs=12x", "integer"},
+                      BadSpec{"gbs=-4", "gbs=-4", "integer"},
+                      BadSpec{"seq=99999999999", "seq=99999999999", "integer"},
+                      BadSpec{"mode=fast", "mode=fast", "apply, suggest, off"},
+                      BadSpec{"framework=jax", "framework=jax", "megatron"},
+                      BadSpec{"precision=fp4", "precision=fp4", "bf16"},
+                      BadSpec{"recompute=some", "recompute=some", "selective"},
+                      BadSpec{"zero=4", "zero=4", "from 0 to 3"},
+                      BadSpec{"llama3-8b,,gbs=8", "empty item", "comma"},
+                      BadSpec{"gbs=8,llama3-8b", "llama3-8b", "valid keys"},
+                      BadSpec{"gbs=", "gbs", "empty value"},
+                      BadSpec{"@", "@", "scenario file"}));
+
+TEST(OptionSpec, HugeSpecIsRejectedCheaply) {
+  std::string big(1 << 20, 'a');
+  EXPECT_THROW(parse_option_spec(big), SpecError);
+  std::string many;
+  for (int i = 0; i < 10000; ++i) many += (i ? ",gbs=" : "gbs=") + std::to_string(i + 1);
+  try {
+    parse_option_spec(many);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("at most"), std::string::npos);
+  }
+}

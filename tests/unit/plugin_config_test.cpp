@@ -1,0 +1,48 @@
+#include <gtest/gtest.h>
+
+#include "job/plugin_config.h"
+
+using namespace paratune::job;
+
+TEST(PluginConfig, Defaults) {
+  auto c = parse_plugin_config({});
+  EXPECT_TRUE(c.topology.empty());
+  EXPECT_EQ(c.policy, "/etc/paratune/policy.toml");
+  EXPECT_EQ(c.default_mode, Mode::Apply);
+  EXPECT_FALSE(c.enabled_by_default);
+}
+
+TEST(PluginConfig, AllKeys) {
+  auto c = parse_plugin_config({"topology=/etc/paratune/node.xml", "policy=/etc/site.toml", "log_dir=/var/log/pt",
+                                "default_mode=suggest", "on_by_default=yes", "job_dir=/scratch",
+                                "default_model=llama3-70b", "cache=/run/pt.json"});
+  EXPECT_EQ(c.topology, "/etc/paratune/node.xml");
+  EXPECT_EQ(c.policy, "/etc/site.toml");
+  EXPECT_TRUE(c.policy_explicit);
+  EXPECT_EQ(c.log_dir, "/var/log/pt");
+  EXPECT_EQ(c.default_mode, Mode::Suggest);
+  EXPECT_TRUE(c.enabled_by_default);
+  EXPECT_EQ(c.job_dir, "/scratch");
+  EXPECT_EQ(c.cache, "/run/pt.json");
+}
+
+TEST(PluginConfig, BuiltinTopology) {
+  EXPECT_EQ(parse_plugin_config({"topology=builtin:nvidia-dgx2"}).topology, "builtin:nvidia-dgx2");
+}
+
+TEST(PluginConfig, Errors) {
+  auto expect_error = [](std::vector<std::string> args, const char* fragment) {
+    try {
+      parse_plugin_config(args);
+      FAIL() << args[0];
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error({"colour=blue"}, "unknown key 'colour'");
+  expect_error({"colour=blue"}, "valid keys");
+  expect_error({"topology"}, "expected key=value");
+  expect_error({"log_dir=relative/dir"}, "absolute path");
+  expect_error({"default_mode=off"}, "apply or suggest");
+  expect_error({"on_by_default=perhaps"}, "yes|no");
+}
