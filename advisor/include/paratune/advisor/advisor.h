@@ -1,0 +1,44 @@
+// The advisor's entry points: pure functions, values in, values out.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "paratune/advisor/plan.h"
+#include "paratune/advisor/scenario.h"
+
+namespace paratune::advisor {
+
+// Limits on the search that come from outside the scenario (the site policy).
+struct SearchLimits {
+  int max_tp = 0, max_pp = 0, max_cp = 0;            // 0 = no cap
+  std::vector<int> zero_stages;                       // empty = all the framework supports
+  std::vector<Recompute> recompute_modes;             // empty = all
+  std::vector<Framework> frameworks;                  // empty = all
+  int min_micro_batch = 1, max_micro_batch = 0;       // 0 = no cap
+  double memory_headroom_gib = 0;                     // extra reserve per GPU
+  int top_n = 5;
+  bool all_frameworks = false;                        // also search the other frameworks (those in `frameworks`)
+  bool allow_tp_beyond_nvlink = false;                // TP groups may span NVLink domains (slow; off)
+};
+
+// Nothing fits: the message says what would (more GPUs, full recompute, ...).
+struct NothingFits : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Predict one fully specified layout (scenario.parallel must give it; defaults fill the rest).
+Prediction predict(const Scenario& s);
+Prediction predict(const Scenario& s, const Layout& layout);
+
+// Search all valid layouts; throws NothingFits when no layout fits memory.
+Plan advise(const Scenario& s, const SearchLimits& limits = {});
+
+// Whether a layout is valid for the scenario's allocation and model (divisibility, NVLink domain, framework
+// support); returns "" when valid, else the reason.
+std::string layout_problem(const Scenario& s, const Layout& l, Framework f);
+
+// The layout `predict` uses: scenario.parallel with defaults filled (dp = the GPUs left over, sp = tp > 1, ...).
+Layout layout_from_scenario(const Scenario& s);
+
+}  // namespace paratune::advisor

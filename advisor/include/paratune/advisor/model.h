@@ -1,0 +1,124 @@
+// The performance model: compute, memory and communication terms (docs/model.md derives every equation).
+// Exposed for tests, the calibration fit and the accuracy report; the plugin only needs advisor.h.
+#pragma once
+
+#include <string>
+
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/plan.h"
+#include "paratune/advisor/scenario.h"
+
+namespace paratune::advisor {
+
+// The few physical parameters the model fits to published runs (calibration.cpp ships the values with their
+// provenance). Everything else is first-principles arithmetic on the scenario.
+struct ModelParams {
+  // Achieved fraction of the dense tensor peak for large, well-shaped GEMMs, per GPU generation.
+  double gemm_eff[9] = {0.70, 0.70, 0.60, 0.80, 0.70, 0.70, 0.70, 0.50, 0.55};  // indexed by GpuArch
+  double gemm_t0_us = 8;             // fixed cost per GEMM kernel (launch, wave-quantisation tail), microseconds
+  double attn_eff_rel = 0.65;        // fused (flash) attention throughput relative to the GEMM efficiency
+  double elt_scale = 1.0;            // multiplier on the first-principles elementwise HBM traffic
+  double hbm_eff = 0.80;             // achieved fraction of HBM bandwidth for streaming kernels
+  double fp8_linear_gain = 1.50;     // FP8 speed-up of the linear layers (casts, amax bookkeeping included)
+  double overlap_interference = 0.15;  // fraction of overlapped communication that still slows compute
+  double tp_overlap = 0.6;           // fraction of TP communication hidden by comm/GEMM overlap when enabled
+  double pp_overlap = 0.5;           // fraction of PP point-to-point hidden when overlapped (interleaved schedules)
+  // Collectives: achieved bus bandwidth / line rate (nccl_busbw.csv) and per-step latencies.
+  double nvlink_eff = 0.80;          // ring busbw on NVLink/NVSwitch
+  double nvls_gain = 1.30;           // all-reduce with NVLink SHARP vs ring (480 vs 370 GB/s on H100)
+  double pcie_eff = 0.60;            // intra-node across NVLink domains (through PCIe / CPU)
+  double fabric_eff[6] = {0.95, 0.88, 0.80, 0.80, 0.17, 0.40};  // indexed by Fabric
+  double alpha_nvl_us = 3;           // latency per ring step inside a node
+  double alpha_net_us = 8;           // latency per step between nodes
+  double launch_us = 12;             // fixed cost per collective call
+  // Framework and schedule overheads.
+  double step_overhead_s = 0.02;     // per optimizer step (data loader, logging, bookkeeping)
+  double mb_overhead_us = 300;       // per micro-batch per pipeline stage (schedule, Python, launch gaps)
+};
+
+const ModelParams& shipped_params();
+const char* shipped_params_provenance();
+
+enum class Coll { AllReduce, ReduceScatter, AllGather, SendRecv };
+
+// Parameter counts (no biases): per transformer layer, the embedding table, the whole model.
+double params_per_layer(const ModelSpec& m);
+double total_params(const ModelSpec& m);
+// Model FLOPs per token (the MFU convention: 6 * (non-embedding params + logits GEMM) + 12 * l * h * s).
+double model_flops_per_token(const ModelSpec& m);
+
+// Activation bytes stored per transformer layer for one micro-batch of b sequences on one GPU (16-bit
+// activations), after Korthikanti et al. 2022 Table 2 generalised to GQA / gated MLP / no dropout:
+// tokens*h*(4 + 6 + 4g/a + 2 + (gated ? 6 : 4) f/h + 2*dropout) [+ 5 a s * tokens without flash attention],
+// the replicated part (norms, QKV/MLP inputs, dropout masks) not divided by t unless sequence parallel.
+// With fp8 (Transformer Engine / float8 linears) the inputs saved for the linear layers are kept in 1 byte.
+double activation_bytes_per_layer(const ModelSpec& m, int b, int tp, int cp, bool sp, Recompute r, bool flash,
+                                  bool fp8 = false);
+
+// Pre-computed scenario constants; evaluate() is then allocation-free (about a microsecond).
+class Evaluator {
+ public:
+  Evaluator(const Scenario& s, Framework f, const ModelParams& p = shipped_params());
+
+  struct Result {
+    double step_s = 0;
+    Breakdown br;
+    MemoryBreakdown mem;
+    double mem_gib = 0;
+    bool fits = false;
+    int overflow_term = -1;  // index into MemoryBreakdown order (weights .. reserve) of the largest term
+    double model_flops_step = 0, hw_flops_step = 0;
+    int microbatches = 0;
+    double layer_fwd_s = 0, layer_bwd_s = 0;  // one transformer layer, one micro-batch (TP/CP comm included;
+                                              // backward includes recompute)
+  };
+
+  // Memory only (cheap; used to prune before timing).
+  double memory_gib(const Layout& l, MemoryBreakdown* out = nullptr) const;
+  Result evaluate(const Layout& l) const;
+
+  // Time of one collective of `bytes` (the full, unsharded buffer) on a group of `k` GPUs whose ranks are `stride`
+  // apart in the global rank order (TP innermost, then CP, DP, PP); `concurrent` = GPUs per node running the same
+  // kind of collective at once (they share the node's NICs).
+  double collective_s(Coll c, double bytes, int k, int stride) const;
+  // Bus bandwidth (GB/s) such a group achieves for large messages.
+  double group_busbw_gbps(int k, int stride, bool allreduce) const;
+
+  // GEMM time for an (M x K) * (K x N) product on one GPU (linear layers; FP8 gain applied when the run is FP8):
+  // max(2MNK / (peak * eff * shape), bytes / HBM) + t0, shape = 1 / (1 + 96/N + 96/K + 64/M) (tile quantisation:
+  // small matrices after the TP split run below peak).
+  double gemm_s(double M, double N, double K, bool linear = true) const;
+  static double gemm_shape_factor(double M, double N, double K);
+
+  double capacity_gib() const { return capacity_gib_; }
+  const GpuSpec& gpu() const { return gpu_; }
+  Framework framework() const { return fw_; }
+  const Scenario& scenario() const { return s_; }
+  double headroom_gib = 0;  // extra reserve per GPU (policy)
+
+ private:
+  struct Stage {
+    int layers;
+    bool first, last;
+  };
+  void stage_layers(const Layout& l, int* first, int* mid, int* last) const;
+
+  Scenario s_;
+  Framework fw_;
+  ModelParams p_;
+  GpuSpec gpu_;
+  double peak_ = 0;        // FLOP/s, 16-bit
+  double peak_lin_ = 0;    // FLOP/s for linear layers (FP8 gain applied)
+  double hbm_ = 0;         // bytes/s achieved
+  double capacity_gib_ = 0;
+  double node_net_gbps_ = 0;  // achieved NIC aggregate per node, GB/s
+  double nvl_gbps_ = 0, pcie_gbps_ = 0;
+  int G_ = 1, D_ = 1;
+  bool flash_ = true, overlap_dp_ = true, tp_overlap_ = false;
+  // model constants
+  double h_ = 0, a_ = 0, g_ = 0, f_ = 0, V_ = 0, s_len_ = 0, L_ = 0;
+  double P_layer_ = 0, P_emb_ = 0;
+  bool gated_ = false, dropout_ = false, tied_ = false;
+};
+
+}  // namespace paratune::advisor

@@ -1,0 +1,68 @@
+// Layout, Prediction and Plan: what the advisor answers. Pure values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "paratune/advisor/scenario.h"
+
+namespace paratune::advisor {
+
+struct Layout {
+  int tp = 1, pp = 1, dp = 1, cp = 1, virtual_stages = 1, micro_batch = 1;
+  int zero_stage = 0;
+  Recompute recompute = Recompute::None;
+  bool sequence_parallel = false;
+  int shard_group = 0;  // ZeRO-3 / FSDP: 0 = shard over all DP ranks; k = hybrid (HSDP): shard within k, replicate
+  int grad_accum(int global_batch) const { return global_batch / (dp * micro_batch); }
+};
+
+struct Breakdown {  // seconds per optimizer step
+  double compute = 0, recompute = 0, tp_comm = 0, cp_comm = 0, pp_bubble = 0, pp_comm = 0,
+         dp_comm_exposed = 0, optimizer = 0, other = 0;
+};
+
+struct MemoryBreakdown {  // GiB per GPU (the worst stage)
+  double weights = 0, gradients = 0, optimizer = 0, activations = 0, logits = 0, buffers = 0, reserve = 0;
+  double total() const { return weights + gradients + optimizer + activations + logits + buffers + reserve; }
+};
+
+struct Prediction {
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_tflops_per_gpu = 0;  // 6·N·tokens + attention, no recompute
+  double mfu = 0;
+  double hardware_tflops_per_gpu = 0;  // the FLOPs the GPU really executes (recompute included)
+  const char* flop_convention = "6*N*tokens + 12*l*h*s*tokens attention (no causal discount), logits included, no recompute";
+  int microbatches = 0;                // per pipeline per step (m)
+  MemoryBreakdown memory;
+  double memory_gib_per_gpu = 0;
+  double memory_capacity_gib = 0;
+  bool fits = false;
+  std::string overflow;             // which memory term overflowed, when !fits
+  Breakdown breakdown;
+};
+
+struct EnvSetting {
+  std::string name, value, reason;
+};
+
+struct Candidate {
+  Framework framework = Framework::Megatron;
+  Layout layout;
+  Prediction prediction;
+};
+
+struct Plan {
+  Framework framework = Framework::Megatron;  // the framework the layout is for (the scenario's unless searched)
+  Layout layout;
+  Prediction prediction;
+  std::vector<EnvSetting> env;                 // NCCL_* / CUDA_* settings with reasons
+  std::vector<Candidate> alternatives;         // the next best (top-N)
+  long long candidates_evaluated = 0;
+  double search_seconds = 0;
+  std::vector<std::string> notes;              // explanations (why this won, what was pruned)
+};
+
+}  // namespace paratune::advisor

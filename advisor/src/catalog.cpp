@@ -1,0 +1,264 @@
+// Compiled-in catalogs: GPUs (vendor data sheets) and model presets (papers / published configs).
+// Every number has its source next to it; "assumed" marks the few that are not on a data sheet.
+#include "paratune/advisor/catalog.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace paratune::advisor {
+
+const char* to_string(GpuArch a) {
+  switch (a) {
+    case GpuArch::Pascal: return "pascal";
+    case GpuArch::Volta: return "volta";
+    case GpuArch::Turing: return "turing";
+    case GpuArch::Ampere: return "ampere";
+    case GpuArch::Ada: return "ada";
+    case GpuArch::Hopper: return "hopper";
+    case GpuArch::Blackwell: return "blackwell";
+    case GpuArch::Cdna2: return "cdna2";
+    case GpuArch::Cdna3: return "cdna3";
+  }
+  return "?";
+}
+
+namespace {
+
+// Rates are DENSE (no 2:4 sparsity). Memory in GiB as CUDA reports it (nvidia-smi total: A100 40GB = 40960 MiB,
+// H100 80GB = 81559 MiB); the CUDA context is counted by the model, not here. NVLink in GB/s per direction per GPU
+// (data sheets quote bidirectional totals: 600 GB/s for A100 -> 300 per direction).
+GpuSpec G(const char* key, const char* name, GpuArch arch, double bf16, double fp16, double fp8, double mem_gib,
+          double hbm, double nvl, double pcie, bool nvswitch, bool nvls, bool has_bf16, int sms, const char* src) {
+  GpuSpec g;
+  g.key = key; g.name = name; g.arch = arch; g.bf16_tflops = bf16; g.fp16_tflops = fp16; g.fp8_tflops = fp8;
+  g.memory_gib = mem_gib; g.hbm_tbps = hbm; g.nvlink_gbps = nvl; g.pcie_gbps = pcie; g.nvswitch = nvswitch;
+  g.nvls = nvls; g.bf16 = has_bf16; g.sm_count = sms; g.source = src;
+  return g;
+}
+
+const std::vector<GpuSpec>& table() {
+  static const std::vector<GpuSpec> t = {
+      // NVIDIA Tesla P100 data sheet (2016): 21.2 TFLOPS FP16 (SXM2, no tensor cores), 732 GB/s HBM2,
+      // 160 GB/s NVLink bidirectional (4 links).
+      G("p100-sxm2-16gb", "Tesla P100 SXM2 16GB", GpuArch::Pascal, 21.2, 21.2, 0, 16, 0.732, 80, 16, false, false,
+        false, 56, "NVIDIA Tesla P100 data sheet (2016)"),
+      G("p100-pcie-16gb", "Tesla P100 PCIe 16GB", GpuArch::Pascal, 18.7, 18.7, 0, 16, 0.732, 0, 16, false, false,
+        false, 56, "NVIDIA Tesla P100 data sheet (2016)"),
+      G("p100-pcie-12gb", "Tesla P100 PCIe 12GB", GpuArch::Pascal, 18.7, 18.7, 0, 12, 0.549, 0, 16, false, false,
+        false, 56, "NVIDIA Tesla P100 data sheet (2016)"),
+      // NVIDIA V100 Tensor Core GPU data sheet (Jan 2020): SXM2 125 TFLOPS tensor (FP16), PCIe 112; HBM2 900 GB/s;
+      // NVLink 300 GB/s bidirectional (6 links). DGX-2 (SXM3, NVSwitch): 2 PFLOPS / 16 GPUs = 125.
+      G("v100-sxm2-16gb", "Tesla V100 SXM2 16GB", GpuArch::Volta, 125, 125, 0, 16, 0.9, 150, 16, false, false,
+        false, 80, "NVIDIA V100 data sheet (Jan 2020)"),
+      G("v100-sxm2-32gb", "Tesla V100 SXM2 32GB", GpuArch::Volta, 125, 125, 0, 32, 0.9, 150, 16, false, false,
+        false, 80, "NVIDIA V100 data sheet (Jan 2020)"),
+      G("v100-sxm3-32gb", "Tesla V100 SXM3 32GB (DGX-2)", GpuArch::Volta, 125, 125, 0, 32, 0.9, 150, 16, true,
+        false, false, 80, "NVIDIA DGX-2 data sheet: 2 PFLOPS tensor / 16 GPUs, NVSwitch"),
+      G("v100-pcie-16gb", "Tesla V100 PCIe 16GB", GpuArch::Volta, 112, 112, 0, 16, 0.9, 0, 16, false, false, false,
+        80, "NVIDIA V100 data sheet (Jan 2020)"),
+      G("v100-pcie-32gb", "Tesla V100 PCIe 32GB", GpuArch::Volta, 112, 112, 0, 32, 0.9, 0, 16, false, false, false,
+        80, "NVIDIA V100 data sheet (Jan 2020)"),
+      // NVIDIA T4 data sheet: 65 TFLOPS FP16 mixed precision, 16 GB GDDR6, 320 GB/s, PCIe Gen3 x16.
+      G("t4", "Tesla T4", GpuArch::Turing, 65, 65, 0, 15, 0.32, 0, 16, false, false, false, 40,
+        "NVIDIA T4 data sheet"),
+      // NVIDIA A100 Tensor Core GPU data sheet (2021): 312 TFLOPS BF16/FP16 dense; HBM2 1,555 GB/s (40GB),
+      // HBM2e 2,039 GB/s (80GB SXM), 1,935 GB/s (80GB PCIe); NVLink 600 GB/s (SXM; PCIe via bridge for 2 GPUs);
+      // PCIe Gen4 64 GB/s bidirectional.
+      G("a100-sxm4-40gb", "A100 SXM4 40GB", GpuArch::Ampere, 312, 312, 0, 40.0, 1.555, 300, 32, true, false, true,
+        108, "NVIDIA A100 data sheet (2021)"),
+      G("a100-sxm4-80gb", "A100 SXM4 80GB", GpuArch::Ampere, 312, 312, 0, 80.0, 2.039, 300, 32, true, false, true,
+        108, "NVIDIA A100 data sheet (2021)"),
+      G("a100-sxm-64gb", "A100 SXM 64GB (custom HPC SKU)", GpuArch::Ampere, 312, 312, 0, 63.4, 1.638, 300, 32,
+        false, false, true, 108, "A100 rates per NVIDIA data sheet; 64 GB / 1.64 TB/s assumed (Leonardo SKU)"),
+      G("a100-pcie-40gb", "A100 PCIe 40GB", GpuArch::Ampere, 312, 312, 0, 40.0, 1.555, 300, 32, false, false, true,
+        108, "NVIDIA A100 data sheet (2021)"),
+      G("a100-pcie-80gb", "A100 PCIe 80GB", GpuArch::Ampere, 312, 312, 0, 80.0, 1.935, 300, 32, false, false, true,
+        108, "NVIDIA A100 data sheet (2021)"),
+      // NVIDIA A30 data sheet: 165 TFLOPS BF16 dense, 24 GB HBM2 933 GB/s, NVLink bridge 200 GB/s.
+      G("a30-24gb", "A30", GpuArch::Ampere, 165, 165, 0, 23.5, 0.933, 100, 32, false, false, true, 56,
+        "NVIDIA A30 data sheet"),
+      // NVIDIA A10 data sheet: 125 TFLOPS BF16 dense, 24 GB GDDR6 600 GB/s. A10G (AWS G5) has no public data
+      // sheet: 70 TFLOPS dense assumed (about 0.56x A10 by clocks/SMs).
+      G("a10-24gb", "A10", GpuArch::Ampere, 125, 125, 0, 22.5, 0.6, 0, 32, false, false, true, 72,
+        "NVIDIA A10 data sheet"),
+      G("a10g-24gb", "A10G", GpuArch::Ampere, 70, 70, 0, 22.5, 0.6, 0, 32, false, false, true, 80,
+        "assumed (no NVIDIA data sheet for the AWS A10G)"),
+      // NVIDIA L4 / L40 / L40S data sheets: dense BF16 121 / 181 / 362, FP8 242.5 / 362 / 733; GDDR6 300 / 864 /
+      // 864 GB/s; PCIe Gen4, no NVLink.
+      G("l4-24gb", "L4", GpuArch::Ada, 121, 121, 242.5, 22.5, 0.3, 0, 32, false, false, true, 58,
+        "NVIDIA L4 data sheet"),
+      G("l40-48gb", "L40", GpuArch::Ada, 181, 181, 362, 44.5, 0.864, 0, 32, false, false, true, 142,
+        "NVIDIA L40 data sheet"),
+      G("l40s", "L40S", GpuArch::Ada, 362, 362, 733, 44.5, 0.864, 0, 32, false, false, true, 142,
+        "NVIDIA L40S data sheet"),
+      // NVIDIA H100 data sheet: SXM5 989 TFLOPS BF16 dense / 1,979 FP8 dense, HBM3 3.35 TB/s, NVLink 900 GB/s;
+      // PCIe 756 / 1,513, HBM2e 2.0 TB/s, NVLink bridge 600 GB/s; H100 NVL 835 / 1,671, 94 GB, 3.9 TB/s.
+      // H800 (China SKU): H100 compute with NVLink 400 GB/s.
+      G("h100-sxm5-80gb", "H100 SXM5 80GB", GpuArch::Hopper, 989.4, 989.4, 1978.9, 79.6, 3.35, 450, 64, true, true,
+        true, 132, "NVIDIA H100 data sheet"),
+      G("h800-sxm5-80gb", "H800 SXM5 80GB", GpuArch::Hopper, 989.4, 989.4, 1978.9, 79.6, 3.35, 200, 64, true, true,
+        true, 132, "NVIDIA H800 product brief (NVLink 400 GB/s)"),
+      G("h100-pcie-80gb", "H100 PCIe 80GB", GpuArch::Hopper, 756, 756, 1513, 79.6, 2.0, 300, 64, false, false, true,
+        114, "NVIDIA H100 data sheet"),
+      G("h100-nvl-94gb", "H100 NVL 94GB", GpuArch::Hopper, 835, 835, 1671, 93.0, 3.9, 300, 64, false, false, true,
+        132, "NVIDIA H100 data sheet"),
+      // NVIDIA H200 data sheet: 989 BF16 / 1,979 FP8 dense, 141 GB HBM3e, 4.8 TB/s, NVLink 900 GB/s.
+      G("h200-sxm-141gb", "H200 SXM 141GB", GpuArch::Hopper, 989.4, 989.4, 1978.9, 140.4, 4.8, 450, 64, true,
+        true, true, 132, "NVIDIA H200 data sheet"),
+      // NVIDIA HGX B200 / DGX B200 data sheets: 2.25 PFLOPS BF16 dense, 4.5 PFLOPS FP8 dense per GPU (half the
+      // sparse figures), 180 GB HBM3e at 8 TB/s (DGX B200: 64 TB/s for 8 GPUs), NVLink 5 1.8 TB/s.
+      G("b200-sxm-180gb", "B200 SXM 180GB", GpuArch::Blackwell, 2250, 2250, 4500, 178.4, 8.0, 900, 64, true, true,
+        true, 148, "NVIDIA HGX B200 / DGX B200 data sheets"),
+      // AMD Instinct MI250X data sheet: 383 TFLOPS BF16 for the package = 2 GCDs; the scheduler allocates one GCD
+      // as one GPU, so this entry is per GCD: 191.5 TFLOPS, 64 GB HBM2e, 1.6 TB/s; Infinity Fabric between GCDs
+      // 50-200 GB/s per direction depending on the pair (Frontier node) -> 100 assumed (no switch).
+      G("mi250x", "Instinct MI250X (one GCD)", GpuArch::Cdna2, 191.5, 191.5, 0, 64, 1.6, 100, 32, false, false,
+        true, 110, "AMD Instinct MI250X data sheet (per GCD = half the package)"),
+      // AMD Instinct MI100 data sheet: 92.3 TFLOPS BF16, 184.6 FP16 matrix, 32 GB HBM2 1.23 TB/s.
+      G("mi100-32gb", "Instinct MI100", GpuArch::Cdna2, 92.3, 184.6, 0, 32, 1.23, 0, 32, false, false, true, 120,
+        "AMD Instinct MI100 data sheet"),
+      G("mi50-32gb", "Instinct MI50", GpuArch::Cdna2, 26.5, 26.5, 0, 32, 1.024, 0, 32, false, false, false, 60,
+        "AMD Instinct MI50 data sheet"),
+      // AMD Instinct MI300X data sheet: 1,307.4 TFLOPS BF16 dense, 2,614.9 FP8 dense, 192 GB HBM3 5.3 TB/s,
+      // Infinity Fabric 896 GB/s aggregate bidirectional (7 links, fully connected 8-GPU platform).
+      G("mi300x", "Instinct MI300X", GpuArch::Cdna3, 1307.4, 1307.4, 2614.9, 192, 5.3, 448, 64, true, false, true,
+        304, "AMD Instinct MI300X data sheet"),
+  };
+  return t;
+}
+
+const GpuSpec* find_gpu(const std::string& key) {
+  static const std::vector<std::pair<std::string, std::string>> aliases = {
+      {"t4-16gb", "t4"}, {"l40s-48gb", "l40s"}, {"mi250x-128gb", "mi250x"}, {"mi250x-64gb", "mi250x"},
+      {"mi300x-192gb", "mi300x"}, {"h100-sxm-80gb", "h100-sxm5-80gb"}, {"h200-sxm5-141gb", "h200-sxm-141gb"},
+      {"b200-180gb", "b200-sxm-180gb"}};
+  std::string k = key;
+  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const auto& [a, b] : aliases)
+    if (k == a) k = b;
+  for (const auto& g : table())
+    if (g.key == k) return &g;
+  return nullptr;
+}
+
+}  // namespace
+
+const GpuSpec& gpu_spec(const std::string& key) {
+  if (const GpuSpec* g = find_gpu(key)) return *g;
+  std::string valid;
+  for (const auto& k : gpu_keys()) valid += (valid.empty() ? "" : ", ") + k;
+  throw std::invalid_argument("unknown GPU '" + key + "'; valid: " + valid +
+                              " (or give [cluster.gpu_spec] peak_tflops and memory_gib)");
+}
+
+bool is_gpu_key(const std::string& key) { return find_gpu(key) != nullptr; }
+
+std::vector<std::string> gpu_keys() {
+  std::vector<std::string> k;
+  for (const auto& g : table()) k.push_back(g.key);
+  return k;
+}
+
+GpuSpec effective_gpu(const ClusterSpec& c) {
+  GpuSpec g;
+  if (const GpuSpec* known = find_gpu(c.gpu)) {
+    g = *known;
+  } else {
+    // An unknown GPU fully described by overrides: assume a recent (Hopper-class) part.
+    g.key = c.gpu; g.name = c.gpu; g.arch = GpuArch::Hopper; g.hbm_tbps = 2.0; g.pcie_gbps = 32;
+    g.source = "[cluster.gpu_spec] overrides";
+  }
+  if (c.peak_tflops > 0) {
+    if (g.bf16_tflops > 0 && g.fp8_tflops > 0) g.fp8_tflops *= c.peak_tflops / g.bf16_tflops;
+    g.bf16_tflops = g.fp16_tflops = c.peak_tflops;
+  }
+  if (c.memory_gib > 0) g.memory_gib = c.memory_gib;
+  if (c.hbm_tbps > 0) g.hbm_tbps = c.hbm_tbps;
+  if (c.nvlink_gbps > 0) g.nvlink_gbps = c.nvlink_gbps;
+  return g;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Model presets.
+namespace {
+
+ModelSpec M(const char* name, int L, int h, int a, int g, int f, int V, int s, bool gated, bool tied, bool dropout) {
+  ModelSpec m;
+  m.name = name; m.layers = L; m.hidden = h; m.heads = a; m.kv_heads = g; m.ffn_hidden = f; m.vocab = V;
+  m.seq_len = s; m.gated_mlp = gated; m.tied_embeddings = tied; m.dropout = dropout;
+  return m;
+}
+
+const std::vector<ModelSpec>& presets() {
+  static const std::vector<ModelSpec> p = {
+      // GPT-3: Brown et al. 2020, Table 2.1 (n_layers, d_model, n_heads), s = 2048, f = 4h. Vocabulary 50,257
+      // padded to 51,200 as in Megatron-LM / NeMo (Narayanan et al. 2021 use V = 51,200). The paper's 1.3B lists
+      // 24 heads of 128 (inconsistent with d_model 2048); NeMo/Megatron use 16 heads. 13B: d_model 5,140 in the
+      // paper, 5,120 in every public reimplementation (divisible by 40 heads).
+      M("gpt3-125m", 12, 768, 12, 12, 3072, 51200, 2048, false, true, true),
+      M("gpt3-350m", 24, 1024, 16, 16, 4096, 51200, 2048, false, true, true),
+      M("gpt3-760m", 24, 1536, 16, 16, 6144, 51200, 2048, false, true, true),
+      M("gpt3-1.3b", 24, 2048, 16, 16, 8192, 51200, 2048, false, true, true),
+      M("gpt3-2.7b", 32, 2560, 32, 32, 10240, 51200, 2048, false, true, true),
+      M("gpt3-6.7b", 32, 4096, 32, 32, 16384, 51200, 2048, false, true, true),
+      M("gpt3-13b", 40, 5120, 40, 40, 20480, 51200, 2048, false, true, true),
+      M("gpt3-175b", 96, 12288, 96, 96, 49152, 51200, 2048, false, true, true),
+      // Llama 2: Touvron et al. 2023 and the released config.json files (SwiGLU, RMSNorm, untied, V = 32,000,
+      // s = 4,096; 70B uses GQA with 8 KV heads).
+      M("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096, true, false, false),
+      M("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096, true, false, false),
+      M("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096, true, false, false),
+      // Llama 3 / 3.1: Dubey et al. 2024 ("The Llama 3 Herd of Models") Table 3 and config.json: V = 128,256,
+      // GQA with 8 KV heads, pre-training s = 8,192.
+      M("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, true, false, false),
+      M("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192, true, false, false),
+      M("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 8192, true, false, false),
+      M("llama3.1-8b", 32, 4096, 32, 8, 14336, 128256, 8192, true, false, false),
+      M("llama3.1-70b", 80, 8192, 64, 8, 28672, 128256, 8192, true, false, false),
+      M("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192, true, false, false),
+      // Mistral 7B: Jiang et al. 2023, Table 1 (dim 4096, 32 layers, 32 heads, 8 KV heads, hidden 14336,
+      // vocab 32000); s = 8,192 assumed for training (sliding window 4,096; the model is not windowed here).
+      M("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 8192, true, false, false),
+      // MPT: mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-*.yaml (expansion ratio 4, V = 50,368, s =
+      // 2,048, tied embeddings, no dropout, ALiBi + FlashAttention).
+      M("mpt-1b", 24, 2048, 16, 16, 8192, 50368, 2048, false, true, false),
+      M("mpt-3b", 32, 2560, 20, 20, 10240, 50368, 2048, false, true, false),
+      M("mpt-7b", 32, 4096, 32, 32, 16384, 50368, 2048, false, true, false),
+      M("mpt-13b", 40, 5120, 40, 40, 20480, 50368, 2048, false, true, false),
+      M("mpt-30b", 48, 7168, 56, 56, 28672, 50368, 2048, false, true, false),
+      M("mpt-70b", 80, 8192, 64, 64, 32768, 50368, 2048, false, true, false),
+  };
+  return p;
+}
+
+std::string norm_key(std::string k) {
+  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (k == "llama-3-8b" || k == "llama3_8b") k = "llama3-8b";
+  if (k == "llama-3-70b" || k == "llama3_70b") k = "llama3-70b";
+  if (k == "llama-3.1-405b" || k == "llama31-405b") k = "llama3.1-405b";
+  return k;
+}
+
+}  // namespace
+
+ModelSpec model_preset(const std::string& key) {
+  const std::string k = norm_key(key);
+  for (const auto& m : presets())
+    if (m.name == k) return m;
+  std::string valid;
+  for (const auto& n : model_preset_keys()) valid += (valid.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown model preset '" + key + "'; valid: " + valid);
+}
+
+std::vector<std::string> model_preset_keys() {
+  std::vector<std::string> k;
+  for (const auto& m : presets()) k.push_back(m.name);
+  return k;
+}
+
+bool is_model_preset(const std::string& key) {
+  const std::string k = norm_key(key);
+  return std::any_of(presets().begin(), presets().end(), [&](const ModelSpec& m) { return m.name == k; });
+}
+
+}  // namespace paratune::advisor

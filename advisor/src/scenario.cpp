@@ -1,0 +1,166 @@
+// Enum names, parsers and scenario validation.
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+#include <string>
+
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/scenario.h"
+
+namespace paratune::advisor {
+
+namespace {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+[[noreturn]] void bad(const std::string& field, const std::string& what) {
+  throw std::invalid_argument(field + ": " + what);
+}
+}  // namespace
+
+const char* to_string(Framework f) {
+  switch (f) {
+    case Framework::Megatron: return "megatron";
+    case Framework::DeepSpeed: return "deepspeed";
+    case Framework::Fsdp: return "fsdp";
+    case Framework::Torchtitan: return "torchtitan";
+    case Framework::Nemo: return "nemo";
+  }
+  return "?";
+}
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::Bf16: return "bf16";
+    case Precision::Fp16: return "fp16";
+    case Precision::Fp8: return "fp8";
+  }
+  return "?";
+}
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+const char* to_string(Fabric f) {
+  switch (f) {
+    case Fabric::InfiniBand: return "infiniband";
+    case Fabric::RoCE: return "roce";
+    case Fabric::Efa: return "efa";
+    case Fabric::Slingshot: return "slingshot";
+    case Fabric::OmniPath: return "omnipath";
+    case Fabric::Ethernet: return "ethernet";
+  }
+  return "?";
+}
+
+Framework framework_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "megatron" || v == "megatron-lm" || v == "megatron-core") return Framework::Megatron;
+  if (v == "deepspeed" || v == "megatron-deepspeed") return Framework::DeepSpeed;
+  if (v == "fsdp" || v == "pytorch-fsdp") return Framework::Fsdp;
+  if (v == "torchtitan") return Framework::Torchtitan;
+  if (v == "nemo") return Framework::Nemo;
+  throw std::invalid_argument("'" + s + "' is not a framework; valid: megatron, deepspeed, fsdp, torchtitan, nemo");
+}
+Precision precision_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "bf16" || v == "bfloat16" || v == "amp_bf16") return Precision::Bf16;
+  if (v == "fp16" || v == "float16" || v == "amp_fp16") return Precision::Fp16;
+  if (v == "fp8" || v == "amp_fp8") return Precision::Fp8;
+  throw std::invalid_argument("'" + s + "' is not a precision; valid: bf16, fp16, fp8");
+}
+Recompute recompute_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "none" || v == "off" || v == "no") return Recompute::None;
+  if (v == "selective") return Recompute::Selective;
+  if (v == "full") return Recompute::Full;
+  throw std::invalid_argument("'" + s + "' is not a recompute mode; valid: none, selective, full");
+}
+Fabric fabric_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "infiniband" || v == "ib") return Fabric::InfiniBand;
+  if (v == "roce" || v == "rocev2") return Fabric::RoCE;
+  if (v == "efa") return Fabric::Efa;
+  if (v == "slingshot") return Fabric::Slingshot;
+  if (v == "omnipath" || v == "omni-path" || v == "opa") return Fabric::OmniPath;
+  if (v == "ethernet" || v == "tcp") return Fabric::Ethernet;
+  throw std::invalid_argument("'" + s +
+                              "' is not a fabric; valid: infiniband, roce, efa, slingshot, omnipath, ethernet");
+}
+
+void validate(const Scenario& s) {
+  const ModelSpec& m = s.model;
+  if (m.layers <= 0) bad("model.layers", "must be a positive integer (e.g. 32)");
+  if (m.hidden <= 0) bad("model.hidden", "must be a positive integer (e.g. 4096)");
+  if (m.heads <= 0) bad("model.heads", "must be a positive integer (e.g. 32)");
+  if (m.hidden % m.heads != 0)
+    bad("model.heads", "must divide model.hidden (" + std::to_string(m.hidden) + "); got " + std::to_string(m.heads));
+  if (m.kv_heads < 0) bad("model.kv_heads", "must be >= 1 (0 = heads)");
+  if (m.kv_heads > 0 && m.heads % m.kv_heads != 0)
+    bad("model.kv_heads",
+        "must divide model.heads (" + std::to_string(m.heads) + "); got " + std::to_string(m.kv_heads));
+  if (m.ffn_hidden < 0) bad("model.ffn_hidden", "must be >= 1 (0 = 4 * hidden)");
+  if (m.vocab <= 0) bad("model.vocab", "must be a positive integer (e.g. 128256)");
+  if (m.seq_len <= 0) bad("model.seq_len", "must be a positive integer (e.g. 8192)");
+  if (s.training.global_batch <= 0) bad("training.global_batch", "must be a positive number of sequences");
+
+  const ClusterSpec& c = s.cluster;
+  const bool from_topology = !c.topology_file.empty();  // GPU and NICs still to be filled in by the caller
+  if (c.gpu.empty() && from_topology) return;
+  if (c.gpu.empty()) bad("cluster.gpu", "missing; give a catalog key (" + gpu_keys().front() + ", ...)");
+  if (!is_gpu_key(c.gpu) && (c.peak_tflops <= 0 || c.memory_gib <= 0))
+    bad("cluster.gpu", "unknown GPU '" + c.gpu + "'; valid: " + [] {
+      std::string v;
+      for (const auto& k : gpu_keys()) v += (v.empty() ? "" : ", ") + k;
+      return v;
+    }() + " (or give [cluster.gpu_spec] peak_tflops and memory_gib)");
+  if (c.peak_tflops < 0) bad("cluster.gpu_spec.peak_tflops", "must be > 0");
+  if (c.memory_gib < 0) bad("cluster.gpu_spec.memory_gib", "must be > 0");
+  if (c.hbm_tbps < 0) bad("cluster.gpu_spec.hbm_tbps", "must be > 0");
+  if (c.nvlink_gbps < 0) bad("cluster.gpu_spec.nvlink_gbps", "must be >= 0");
+  if (c.nodes <= 0) bad("cluster.nodes", "must be a positive integer");
+  if (c.gpus_per_node <= 0) bad("cluster.gpus_per_node", "must be a positive integer");
+  if (c.nvlink_domain <= 0) bad("cluster.nvlink_domain", "must be >= 1 (1 = PCIe only)");
+  if (c.nvlink_domain <= c.gpus_per_node) {
+    if (c.gpus_per_node % c.nvlink_domain != 0)
+      bad("cluster.nvlink_domain", "must divide cluster.gpus_per_node (" + std::to_string(c.gpus_per_node) +
+                                       ") or be a multiple of it (multi-node NVLink, e.g. NVL72)");
+  } else if (c.nvlink_domain % c.gpus_per_node != 0) {
+    bad("cluster.nvlink_domain", "must divide cluster.gpus_per_node (" + std::to_string(c.gpus_per_node) +
+                                     ") or be a multiple of it (multi-node NVLink, e.g. NVL72)");
+  }
+  if (c.nic_count < 0) bad("cluster.nic_count", "must be >= 0");
+  if (c.nic_gbps < 0) bad("cluster.nic_gbps", "must be >= 0");
+  if (c.nodes > 1 && (c.nic_count == 0 || c.nic_gbps <= 0) && c.nics.empty() && !from_topology)
+    bad("cluster.nic_count", "a multi-node allocation needs nic_count >= 1 and nic_gbps > 0 (compute NICs per node)");
+
+  const GpuSpec g = effective_gpu(c);
+  if (s.training.precision == Precision::Fp8 && g.fp8_tflops <= 0)
+    bad("training.precision", "fp8 needs FP8 tensor cores (Hopper, Ada, Blackwell, MI300X); " + c.gpu +
+                                  " has none; valid here: bf16" + std::string(g.bf16 ? "" : " (not this GPU)") +
+                                  ", fp16");
+  if (s.training.precision == Precision::Bf16 && !g.bf16)
+    bad("training.precision", "bf16 needs BF16 tensor cores (Ampere or newer); " + c.gpu + " has none; valid here: fp16");
+
+  const ParallelSpec& p = s.parallel;
+  auto pos = [&](const std::optional<int>& v, const char* name) {
+    if (v && *v <= 0) bad(std::string("parallel.") + name, "must be a positive integer");
+  };
+  pos(p.tp, "tp"); pos(p.pp, "pp"); pos(p.dp, "dp"); pos(p.cp, "cp"); pos(p.virtual_stages, "virtual_stages");
+  pos(p.micro_batch, "micro_batch");
+  if (p.zero_stage && (*p.zero_stage < 0 || *p.zero_stage > 3))
+    bad("parallel.zero_stage", "must be 0, 1, 2 or 3 (FSDP full shard = 3, shard-grad-op = 2)");
+  const int total = s.total_gpus();
+  const int known = p.tp.value_or(1) * p.pp.value_or(1) * p.cp.value_or(1);
+  if (known > total || total % known != 0)
+    bad("parallel", "tp*pp*cp = " + std::to_string(known) + " must divide the GPU count " + std::to_string(total));
+  if (p.dp && known * *p.dp != total)
+    bad("parallel.dp", "tp*pp*dp*cp must equal the GPU count " + std::to_string(total) + " (nodes * gpus_per_node); "
+                       "dp = " + std::to_string(total / known) + " would");
+}
+
+}  // namespace paratune::advisor

@@ -1,0 +1,56 @@
+// Reading shared/data/calibration/measurements.csv into scenarios, the row's own FLOP convention, the fit.
+// Used by accuracy_report (docs/accuracy.md) and by the calibration test.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "paratune/advisor/model.h"
+
+namespace paratune::calib {
+
+using namespace paratune::advisor;
+
+struct Row {
+  std::map<std::string, std::string> f;  // raw fields
+  std::string id, source, group, use;
+  Scenario s;
+  Framework fw = Framework::Megatron;
+  Layout l;
+  bool mb_known = true, vpp_known = true, rc_known = true;
+  bool per_layer = false;        // KOR22 Table 4 micro-benchmark (time of one layer, fwd+bwd)
+  double meas_time_s = 0;        // iteration time implied by the measured quantity and the row's formula
+  std::string meas_what;         // what was measured ("TFLOP/s (eq. 3)", "tokens/s", "iteration time", ...)
+  double meas_value = 0;         // the measured number itself
+  double flops_row = 0;          // FLOPs per iteration by the row's own formula (0 = time-only row)
+};
+
+std::vector<Row> load_rows(const std::string& csv_path, std::string* error);
+
+// Predicted iteration time (unknown knobs set to the fastest layout that fits, as the authors tuned them) and the
+// layout used.
+struct RowPrediction {
+  double time_s = 0;
+  Layout layout;
+  bool fits = true;
+  double mem_gib = 0;
+};
+RowPrediction predict_row(const Row& r, const ModelParams& p);
+
+// The fitted parameters: names, priors and bounds; fit() minimises the source-balanced mean squared log error
+// plus a weak pull towards the priors (so a parameter no data constrains stays at its physical prior).
+struct FitSpec {
+  std::vector<std::string> names;
+  std::vector<double> prior, lo, hi;
+};
+FitSpec fit_spec();
+ModelParams apply_params(const ModelParams& base, const std::vector<double>& x);
+std::vector<double> extract(const ModelParams& p);
+ModelParams fit(const std::vector<Row>& rows, const ModelParams& start, const std::vector<std::string>& exclude_sources,
+                double* final_loss);
+
+std::string source_of(const std::string& row_id);
+
+}  // namespace paratune::calib

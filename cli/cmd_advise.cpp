@@ -1,0 +1,274 @@
+// `paratune advise --scenario FILE [--top N] [--json] [--all-frameworks] [--topology FILE]`: search every valid
+// layout, print the best plan, its prediction, env, framework arguments and the ranked alternatives.
+// Also holds the helpers `paratune predict` shares (scenario loading with topology resolution, JSON forms).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "paratune/advisor/advisor.h"
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/framework_args.h"
+#include "paratune/advisor/scenario_toml.h"
+#include "paratune/probe/probe.h"
+#include "job/scenario_builder.h"
+
+namespace paratune::cli::advisor_cli {
+
+using nlohmann::json;
+using namespace paratune::advisor;
+
+// Scenario file + (optional) topology: [cluster] topology = "..." (relative to the scenario file) or --topology.
+Scenario load_scenario(const std::string& path, const std::string& topology_override, std::vector<std::string>& notes) {
+  Scenario s = load_scenario_toml(path);
+  std::string topo = topology_override.empty() ? s.cluster.topology_file : topology_override;
+  if (topo.empty()) return s;
+  if (topo.rfind("builtin:", 0) != 0 && !std::filesystem::path(topo).is_absolute() && topology_override.empty())
+    topo = (std::filesystem::path(path).parent_path() / topo).string();
+  probe::ProbeOptions po;
+  po.topology_file = topo;
+  po.use_ibverbs = false;
+  po.use_nvml = false;
+  probe::Topology t;
+  try {
+    t = probe::probe(po);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(path + ":0:0: cluster.topology: " + e.what());
+  }
+  job::Allocation alloc;
+  alloc.nodes = s.cluster.nodes;
+  const int nodes = s.cluster.nodes;
+  const ClusterSpec given = s.cluster;
+  try {
+    s.cluster = job::cluster_from_topology(t, alloc, notes);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(path + ":0:0: cluster.topology: " + e.what());
+  }
+  s.cluster.nodes = nodes;
+  s.cluster.topology_file = topo;
+  if (s.cluster.gpu.empty() || !is_gpu_key(s.cluster.gpu)) s.cluster.gpu = given.gpu;
+  if (s.cluster.nic_count == 0 && s.cluster.nics.empty()) {
+    s.cluster.nic_count = given.nic_count;
+    s.cluster.nic_gbps = given.nic_gbps;
+  }
+  if (given.peak_tflops > 0) s.cluster.peak_tflops = given.peak_tflops;
+  if (given.memory_gib > 0) s.cluster.memory_gib = given.memory_gib;
+  notes.push_back("cluster facts from topology " + topo);
+  validate(s);
+  return s;
+}
+
+json layout_json(const Layout& l) {
+  json j = {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"virtual_stages", l.virtual_stages},
+            {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"recompute", to_string(l.recompute)},
+            {"sequence_parallel", l.sequence_parallel}};
+  if (l.shard_group > 0) j["shard_group"] = l.shard_group;
+  return j;
+}
+
+json prediction_json(const Prediction& p) {
+  const Breakdown& b = p.breakdown;
+  const MemoryBreakdown& m = p.memory;
+  json j = {{"step_time_s", p.step_time_s},
+            {"tokens_per_s", p.tokens_per_s},
+            {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+            {"model_tflops_per_gpu", p.model_tflops_per_gpu},
+            {"hardware_tflops_per_gpu", p.hardware_tflops_per_gpu},
+            {"mfu", p.mfu},
+            {"flop_convention", std::string(p.flop_convention) + "; mfu against the dense BF16/FP16 peak"},
+            {"microbatches_per_step", p.microbatches},
+            {"memory_gib_per_gpu", p.memory_gib_per_gpu},
+            {"memory_capacity_gib", p.memory_capacity_gib},
+            {"fits", p.fits},
+            {"memory_gib", {{"weights", m.weights}, {"gradients", m.gradients}, {"optimizer", m.optimizer},
+                            {"activations", m.activations}, {"logits", m.logits}, {"buffers", m.buffers},
+                            {"reserve", m.reserve}}},
+            {"breakdown", {{"compute", b.compute}, {"recompute", b.recompute}, {"tp_comm", b.tp_comm},
+                           {"cp_comm", b.cp_comm}, {"pp_bubble", b.pp_bubble}, {"pp_comm", b.pp_comm},
+                           {"dp_comm_exposed", b.dp_comm_exposed}, {"optimizer", b.optimizer}, {"other", b.other}}}};
+  if (!p.fits) j["overflow"] = p.overflow;
+  return j;
+}
+
+std::string layout_text(const Layout& l) {
+  char b[160];
+  std::snprintf(b, sizeof b, "tp=%d pp=%d dp=%d cp=%d vpp=%d mb=%d zero=%d rc=%s%s%s", l.tp, l.pp, l.dp, l.cp,
+                l.virtual_stages, l.micro_batch, l.zero_stage, to_string(l.recompute), l.sequence_parallel ? " sp" : "",
+                l.shard_group > 0 ? (" hsdp=" + std::to_string(l.shard_group)).c_str() : "");
+  return b;
+}
+
+// A bar of `width` characters for the breakdown, scaled to `scale` seconds.
+std::string breakdown_bar(const Breakdown& b, double scale, int width) {
+  const double v[] = {b.compute, b.recompute, b.tp_comm, b.cp_comm, b.pp_bubble, b.pp_comm, b.dp_comm_exposed,
+                      b.optimizer, b.other};
+  const char c[] = {'#', 'r', 't', 'c', 'b', 'p', 'd', 'o', '.'};
+  std::string out;
+  double acc = 0;
+  int drawn = 0;
+  for (int i = 0; i < 9; ++i) {
+    acc += v[i];
+    const int upto = int(acc / scale * width + 0.5);
+    for (; drawn < upto && drawn < width; ++drawn) out += c[i];
+  }
+  return out;
+}
+
+const char* kLegend = "bar: # compute  r recompute  t TP comm  c CP comm  b pipeline bubble  p PP comm  "
+                      "d DP/ZeRO comm exposed  o optimizer  . other";
+
+void print_breakdown(const Prediction& p) {
+  const Breakdown& b = p.breakdown;
+  std::printf("  breakdown (s): compute %.3f  recompute %.3f  tp_comm %.3f  cp_comm %.3f  pp_bubble %.3f  pp_comm %.3f"
+              "  dp_comm_exposed %.3f  optimizer %.3f  other %.3f\n",
+              b.compute, b.recompute, b.tp_comm, b.cp_comm, b.pp_bubble, b.pp_comm, b.dp_comm_exposed, b.optimizer,
+              b.other);
+  const MemoryBreakdown& m = p.memory;
+  std::printf("  memory (GiB/GPU): %.1f of %.1f  [weights %.1f  grads %.1f  optimizer %.1f  activations %.1f  logits "
+              "%.1f  buffers %.1f  reserve %.1f]%s\n",
+              p.memory_gib_per_gpu, p.memory_capacity_gib, m.weights, m.gradients, m.optimizer, m.activations, m.logits,
+              m.buffers, m.reserve, p.fits ? "" : "  DOES NOT FIT");
+  if (!p.fits) std::printf("  overflow: %s\n", p.overflow.c_str());
+}
+
+}  // namespace paratune::cli::advisor_cli
+
+namespace paratune::cli {
+namespace {
+
+using namespace paratune::advisor;
+using namespace advisor_cli;
+
+const char* kHelp =
+    "usage: paratune advise --scenario FILE [--top N] [--json] [--all-frameworks] [--topology FILE]\n"
+    "\n"
+    "Search every valid layout (TP, PP, DP, CP, virtual stages, ZeRO/FSDP, micro-batch, recompute) for the\n"
+    "scenario, prune by memory, rank by predicted step time. Prints the best plan, its prediction, the NCCL/CUDA\n"
+    "settings it implies (each with its reason), framework arguments and the next best layouts.\n"
+    "[parallel] keys in the scenario are constraints.\n"
+    "\n"
+    "  --scenario FILE    the scenario (TOML: [model], [training], [cluster], optional [parallel])\n"
+    "  --top N            show N alternatives (default 5)\n"
+    "  --json             machine-readable output\n"
+    "  --all-frameworks   also search megatron, deepspeed, fsdp and torchtitan, not only [training] framework\n"
+    "  --topology FILE    take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)\n"
+    "\n"
+    "exit status: 0 ok, 2 bad input (FILE:LINE:COL: field: what is valid), 3 nothing fits (says what would)\n";
+
+int run(const std::vector<std::string>& args) {
+  std::string scenario, topology;
+  bool as_json = false;
+  SearchLimits limits;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
+    if (a == "--json") as_json = true;
+    else if (a == "--all-frameworks") limits.all_frameworks = true;
+    else if ((a == "--scenario" || a == "-s") && i + 1 < args.size()) scenario = args[++i];
+    else if (a == "--topology" && i + 1 < args.size()) topology = args[++i];
+    else if (a == "--top" && i + 1 < args.size()) {
+      const std::string& v = args[++i];
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 0 || n > 1000) {
+        std::fprintf(stderr, "paratune advise: --top: expected a number 0..1000, got '%s'\n", v.c_str());
+        return kBadInput;
+      }
+      limits.top_n = int(n);
+    } else {
+      std::fprintf(stderr, "paratune advise: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
+      return kBadInput;
+    }
+  }
+  if (scenario.empty()) {
+    std::fprintf(stderr, "paratune advise: --scenario FILE is required\n%s", kHelp);
+    return kBadInput;
+  }
+  Scenario s;
+  std::vector<std::string> notes;
+  Plan plan;
+  try {
+    s = load_scenario(scenario, topology, notes);
+    plan = advise(s, limits);
+  } catch (const NothingFits& e) {
+    if (as_json) {
+      std::printf("%s\n", nlohmann::json{{"error", "nothing fits"}, {"message", e.what()}}.dump(2).c_str());
+    } else {
+      std::fprintf(stderr, "paratune advise: %s\n", e.what());
+    }
+    return kNothingFits;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "paratune advise: %s\n", e.what());
+    return kBadInput;
+  }
+  for (const auto& n : plan.notes) notes.push_back(n);
+  const FrameworkArgs fa = framework_args(s, plan);
+
+  if (as_json) {
+    nlohmann::json env = nlohmann::json::array();
+    for (const auto& e : plan.env) env.push_back({{"name", e.name}, {"value", e.value}, {"reason", e.reason}});
+    nlohmann::json alts = nlohmann::json::array();
+    for (const auto& c : plan.alternatives)
+      alts.push_back({{"framework", to_string(c.framework)}, {"parallel", layout_json(c.layout)},
+                      {"prediction", prediction_json(c.prediction)}});
+    nlohmann::json j = {{"scenario", {{"model", s.model.name}, {"global_batch", s.training.global_batch},
+                                      {"gpus", s.total_gpus()}, {"gpu", s.cluster.gpu}}},
+                        {"framework", to_string(plan.framework)},
+                        {"parallel", layout_json(plan.layout)},
+                        {"prediction", prediction_json(plan.prediction)},
+                        {"env", env},
+                        {"framework_args", {{"primary", fa.primary}, {"megatron", fa.megatron}, {"nemo", fa.nemo},
+                                            {"deepspeed_config", nlohmann::json::parse(fa.deepspeed_json)},
+                                            {"torchtitan_toml", fa.torchtitan_toml}, {"fsdp", fa.fsdp},
+                                            {"torchrun", fa.torchrun}}},
+                        {"alternatives", alts},
+                        {"candidates_evaluated", plan.candidates_evaluated},
+                        {"search_seconds", plan.search_seconds},
+                        {"notes", notes}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return kOk;
+  }
+
+  const Prediction& p = plan.prediction;
+  std::printf("paratune advise: %s, global batch %d x %d tokens, %d x %s (%d nodes)\n", s.model.name.c_str(),
+              s.training.global_batch, s.model.seq_len, s.total_gpus(), s.cluster.gpu.c_str(), s.cluster.nodes);
+  std::printf("\nbest plan (%s): %s\n", to_string(plan.framework), layout_text(plan.layout).c_str());
+  std::printf("  step %.3f s   %.0f tokens/s (%.0f per GPU)   %.0f model TFLOP/s per GPU   MFU %.1f %%\n", p.step_time_s,
+              p.tokens_per_s, p.tokens_per_s_per_gpu, p.model_tflops_per_gpu, 100 * p.mfu);
+  print_breakdown(p);
+
+  // Ranked table: the winner first, then the alternatives, each with its breakdown bar on a common scale.
+  std::vector<Candidate> table;
+  table.push_back({plan.framework, plan.layout, plan.prediction});
+  for (const auto& c : plan.alternatives) table.push_back(c);
+  double scale = 0;
+  for (const auto& c : table) scale = std::max(scale, c.prediction.step_time_s);
+  std::printf("\n  # %-10s %-52s %9s %7s %8s  %s\n", "framework", "layout", "step s", "MFU %", "mem GiB", "breakdown");
+  for (size_t i = 0; i < table.size(); ++i) {
+    const auto& c = table[i];
+    std::printf("%3zu %-10s %-52s %9.3f %7.1f %8.1f  |%s\n", i + 1, to_string(c.framework), layout_text(c.layout).c_str(),
+                c.prediction.step_time_s, 100 * c.prediction.mfu, c.prediction.memory_gib_per_gpu,
+                breakdown_bar(c.prediction.breakdown, scale, 40).c_str());
+  }
+  std::printf("  %s\n", kLegend);
+
+  std::printf("\nenvironment:\n");
+  for (const auto& e : plan.env) std::printf("  %s=%s\n      # %s\n", e.name.c_str(), e.value.c_str(), e.reason.c_str());
+  std::printf("\nframework arguments (%s):\n", fa.primary.c_str());
+  std::printf("  megatron:   %s\n  nemo:       %s\n  fsdp:       %s\n  torchrun:   %s\n", fa.megatron.c_str(),
+              fa.nemo.c_str(), fa.fsdp.c_str(), fa.torchrun.c_str());
+  std::printf("  deepspeed config:\n%s", fa.deepspeed_json.c_str());
+  std::printf("  torchtitan:\n%s", fa.torchtitan_toml.c_str());
+  std::printf("\n%lld candidates evaluated in %.3f s\n", plan.candidates_evaluated, plan.search_seconds);
+  for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
+  return kOk;
+}
+
+static Register reg{{"advise", "search every valid layout and print the fastest plan that fits, with env and args", run}};
+
+}  // namespace
+}  // namespace paratune::cli

@@ -1,0 +1,89 @@
+// NCCL/CUDA env synthesis and framework arguments.
+#include <gtest/gtest.h>
+
+#include "paratune/advisor/advisor.h"
+#include "paratune/advisor/env.h"
+#include "paratune/advisor/framework_args.h"
+
+using namespace paratune::advisor;
+
+namespace {
+std::string get(const std::vector<EnvSetting>& env, const std::string& n) {
+  for (const auto& e : env)
+    if (e.name == n) return e.value;
+  return "<unset>";
+}
+}  // namespace
+
+TEST(Env, RoceRailsAndNoDebugVariables) {
+  Scenario s;
+  s.model = model_preset("llama3-8b");
+  s.training.global_batch = 256;
+  s.cluster.gpu = "a100-sxm4-80gb";
+  s.cluster.nodes = 4;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 200;
+  s.cluster.fabric = Fabric::RoCE;
+  s.cluster.gpu_nic_path = "PHB";
+  for (int i = 0; i < 9; ++i) {
+    NicFacts n;
+    n.name = "mlx5_" + std::to_string(i);
+    n.gbps = 200;
+    n.netdev = "ens" + std::to_string(i);
+    n.gid_index = 3;
+    n.active = i != 4;  // one port down
+    s.cluster.nics.push_back(n);
+  }
+  Layout l;
+  l.tp = 2; l.dp = 16; l.sequence_parallel = true;
+  const auto env = synthesize_env(s, Framework::Megatron, l, 40);
+  EXPECT_EQ(get(env, "NCCL_IB_HCA"), "=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
+  EXPECT_EQ(get(env, "NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(get(env, "NCCL_NET_GDR_LEVEL"), "PHB");
+  EXPECT_EQ(get(env, "CUDA_DEVICE_MAX_CONNECTIONS"), "1");
+  EXPECT_EQ(get(env, "NCCL_CROSS_NIC"), "0");
+  EXPECT_EQ(get(env, "NCCL_SOCKET_IFNAME"), "=ens0");
+  for (const auto& e : env) {
+    EXPECT_NE(e.name, "NCCL_DEBUG");
+    EXPECT_NE(e.name, "NCCL_ALGO");
+    EXPECT_NE(e.name, "NCCL_PROTO");
+    EXPECT_FALSE(e.reason.empty());
+  }
+  // FSDP full shard: CUDA_DEVICE_MAX_CONNECTIONS is left alone.
+  Layout f;
+  f.dp = 32; f.zero_stage = 3;
+  EXPECT_EQ(get(synthesize_env(s, Framework::Fsdp, f, 40), "CUDA_DEVICE_MAX_CONNECTIONS"), "<unset>");
+}
+
+TEST(FrameworkArgs, MegatronDeepSpeedTorchtitan) {
+  Scenario s;
+  s.model = model_preset("llama3.1-405b");
+  s.training.global_batch = 2048;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 128;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  Plan p;
+  p.framework = Framework::Megatron;
+  p.layout.tp = 8; p.layout.pp = 8; p.layout.dp = 8; p.layout.cp = 2; p.layout.virtual_stages = 8;
+  p.layout.micro_batch = 1; p.layout.zero_stage = 1; p.layout.recompute = Recompute::Selective;
+  p.layout.sequence_parallel = true;
+  const FrameworkArgs a = framework_args(s, p);
+  EXPECT_EQ(a.primary, "megatron");
+  EXPECT_NE(a.megatron.find("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --context-parallel-size 2"),
+            std::string::npos);
+  // 126 layers + embedding + loss = 128 = 8 stages x 8 chunks x 2 layers
+  EXPECT_NE(a.megatron.find("--num-layers-per-virtual-pipeline-stage 2"), std::string::npos);
+  EXPECT_NE(a.megatron.find("--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"),
+            std::string::npos);
+  EXPECT_NE(a.megatron.find("--use-distributed-optimizer"), std::string::npos);
+  EXPECT_NE(a.deepspeed_json.find("\"gradient_accumulation_steps\": 256"), std::string::npos);
+  EXPECT_NE(a.torchtitan_toml.find("pipeline_parallel_schedule = \"Interleaved1F1B\""), std::string::npos);
+  EXPECT_NE(a.torchrun.find("--nnodes=128 --nproc-per-node=8"), std::string::npos);
+  // The layout predicts (uneven split accounted for).
+  EXPECT_NO_THROW(predict(s, p.layout));
+}
