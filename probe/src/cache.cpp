@@ -1,0 +1,173 @@
+// Per-node probe cache: probe once (slurmd start, as root), reuse in every step of the same boot.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "internal.h"
+
+namespace paratune::probe {
+
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct DirCloser {
+  void operator()(DIR* d) const {
+    if (d) ::closedir(d);
+  }
+};
+
+// The devices that would change a live probe's answer: PCI GPUs/NICs/IB/accelerators and RDMA devices.
+std::vector<std::string> device_list(const std::string& sysfs_root) {
+  std::vector<std::string> out;
+  std::unique_ptr<DIR, DirCloser> d(::opendir((sysfs_root + "/bus/pci/devices").c_str()));
+  if (d)
+    while (dirent* e = ::readdir(d.get())) {
+      std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      auto cls = internal::read_line(sysfs_root + "/bus/pci/devices/" + n + "/class");
+      if (!cls) continue;
+      std::string c = internal::trim(*cls);  // "0x030200"
+      if (c.rfind("0x03", 0) == 0 || c.rfind("0x02", 0) == 0 || c.rfind("0x0c06", 0) == 0 || c.rfind("0x12", 0) == 0)
+        out.push_back(n + "=" + c);
+    }
+  std::unique_ptr<DIR, DirCloser> ib(::opendir((sysfs_root + "/class/infiniband").c_str()));
+  if (ib)
+    while (dirent* e = ::readdir(ib.get())) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") out.push_back("ib:" + n);
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string file_key(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return path + ":missing";
+  return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+std::string source_key_base(const ProbeOptions& o) {
+  if (!o.topology_file.empty()) {
+    if (o.topology_file.rfind("builtin:", 0) == 0) return o.topology_file;
+    return "file:" + file_key(o.topology_file);
+  }
+  if (!o.fsroot.empty()) return "fsroot:" + o.fsroot;
+  return "live:" + o.sysfs_root + (o.use_ibverbs ? ":verbs" : "") + (o.use_nvml ? ":nvml" : "");
+}
+
+std::string source_key(const ProbeOptions& o) {
+  std::string k = source_key_base(o);
+  if (!o.nccl_topo_file.empty()) k += ";nccl-topo:" + file_key(o.nccl_topo_file);
+  return k;
+}
+
+bool write_atomically(const std::string& path, const std::string& content, std::string& why) {
+  std::string tmpl = path + ".tmp.XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  Fd f;
+  f.fd = ::mkstemp(buf.data());
+  if (f.fd < 0) {
+    why = std::string("cannot create temp file: ") + std::strerror(errno);
+    return false;
+  }
+  const std::string tmp(buf.data());
+  bool ok = ::fchmod(f.fd, 0644) == 0;
+  size_t off = 0;
+  while (ok && off < content.size()) {
+    ssize_t n = ::write(f.fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) ok = false;
+    else off += static_cast<size_t>(n);
+  }
+  ok = ok && ::fsync(f.fd) == 0;
+  ok = ::close(f.fd) == 0 && ok;
+  f.fd = -1;
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    why = std::string("cannot write cache: ") + std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Topology probe_cached(const ProbeOptions& options, const CacheOptions& cache, CacheResult* result) {
+  CacheResult local;
+  CacheResult& r = result ? *result : local;
+  r = {};
+  const std::string boot_id = internal::trim(internal::read_line(cache.boot_id_file).value_or(""));
+  const std::string src = source_key(options);
+  const std::vector<std::string> devices =
+      (options.topology_file.empty() && options.fsroot.empty()) ? device_list(options.sysfs_root)
+                                                                 : std::vector<std::string>{};
+
+  if (cache.path.empty()) {
+    r.reason = "no cache path";
+  } else {
+    struct stat st {};
+    if (::lstat(cache.path.c_str(), &st) != 0) {
+      r.reason = "missing";
+    } else if (!S_ISREG(st.st_mode)) {
+      r.reason = "not a regular file";
+    } else if (st.st_uid != cache.owner_uid) {
+      r.reason = "not owned by uid " + std::to_string(cache.owner_uid);
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+      r.reason = "group/world-writable";
+    } else if (boot_id.empty()) {
+      r.reason = "no boot id";
+    } else if (auto text = internal::read_file(cache.path, 16u << 20); !text) {
+      r.reason = "unreadable";
+    } else {
+      try {
+        auto j = nlohmann::json::parse(*text);
+        if (j.value("boot_id", "") != boot_id) r.reason = "other boot";
+        else if (j.value("source", "") != src) r.reason = "other source";
+        else if (j.value("devices", std::vector<std::string>{}) != devices) r.reason = "device list changed";
+        else {
+          Topology t = from_json(j.at("topology").dump(), cache.path);
+          detail::apply_allocation(t, options.allocated_gpus);
+          t.fingerprint = compute_fingerprint(t);
+          r.hit = true;
+          r.reason = "same boot, same devices";
+          return t;
+        }
+      } catch (const std::exception& e) {
+        r.reason = std::string("corrupt: ") + e.what();
+      }
+    }
+  }
+
+  ProbeOptions all = options;
+  all.allocated_gpus.clear();
+  Topology t = probe(all);
+  if (cache.write && !cache.path.empty() && !boot_id.empty() && ::geteuid() == cache.owner_uid) {
+    nlohmann::ordered_json j;
+    j["paratune_probe_cache"] = 1;
+    j["boot_id"] = boot_id;
+    j["source"] = src;
+    j["devices"] = devices;
+    j["topology"] = nlohmann::ordered_json::parse(to_json(t, -1));
+    std::string why;
+    if (!write_atomically(cache.path, j.dump() + "\n", why)) r.reason += "; " + why;
+  }
+  detail::apply_allocation(t, options.allocated_gpus);
+  t.fingerprint = compute_fingerprint(t);
+  return t;
+}
+
+}  // namespace paratune::probe

@@ -1,0 +1,499 @@
+// hwloc: load (XML text, HWLOC_FSROOT directory or the live node) and turn the PCI tree into a Topology.
+// Rules from docs (field notes §3): I/O filter KEEP_IMPORTANT before load, GPUs by PCI vendor/class, our own
+// lowest-common-ancestor walk (hwloc_get_common_ancestor_obj crashes on I/O objects in 2.9).
+#include <hwloc.h>
+#include <hwloc/distances.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "internal.h"
+
+namespace paratune::probe::internal {
+
+namespace {
+
+struct TopologyDeleter {
+  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
+};
+using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+
+struct DistancesRelease {
+  hwloc_topology_t topo;
+  void operator()(hwloc_distances_s* d) const { hwloc_distances_release(topo, d); }
+};
+using DistancesPtr = std::unique_ptr<hwloc_distances_s, DistancesRelease>;
+
+// Sets environment variables for the duration of a load and restores them (HWLOC_FSROOT has no API in
+// hwloc 2.x). Serialised: the environment is process-global.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::vector<std::pair<std::string, std::string>> vars) : lock_(mutex()) {
+    for (auto& [k, v] : vars) {
+      const char* old = std::getenv(k.c_str());
+      saved_.push_back({k, old ? std::optional<std::string>(old) : std::nullopt});
+      ::setenv(k.c_str(), v.c_str(), 1);
+    }
+  }
+  ~ScopedEnv() {
+    for (auto& [k, v] : saved_) {
+      if (v) ::setenv(k.c_str(), v->c_str(), 1);
+      else ::unsetenv(k.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+
+ private:
+  std::lock_guard<std::mutex> lock_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+std::string info(hwloc_obj_t o, const char* name) {
+  const char* v = hwloc_obj_get_info_by_name(o, name);
+  return v ? v : "";
+}
+
+std::string busid_of(hwloc_obj_t pci) {
+  const auto& a = pci->attr->pcidev;
+  return format_busid(a.domain, a.bus, a.dev, a.func);
+}
+
+hwloc_obj_t pci_parent(hwloc_obj_t o) {
+  for (; o; o = o->parent)
+    if (o->type == HWLOC_OBJ_PCI_DEVICE) return o;
+  return nullptr;
+}
+
+int numa_of(hwloc_topology_t t, hwloc_obj_t o) {
+  hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, o);
+  if (!anc || !anc->nodeset) return -1;
+  if (hwloc_bitmap_weight(anc->nodeset) != 1) return -1;
+  return hwloc_bitmap_first(anc->nodeset);
+}
+
+// NCCL path class between two PCI devices by walking ->parent chains.
+std::string classify(hwloc_obj_t a, hwloc_obj_t b) {
+  if (!a || !b) return "SYS";
+  if (a == b) return "PIX";
+  if (a->type == HWLOC_OBJ_PCI_DEVICE && b->type == HWLOC_OBJ_PCI_DEVICE) {
+    const auto &x = a->attr->pcidev, &y = b->attr->pcidev;
+    if (x.domain == y.domain && x.bus == y.bus && x.dev == y.dev) return "PIX";  // multi-function device
+  }
+  std::vector<hwloc_obj_t> chain;
+  for (hwloc_obj_t o = a; o; o = o->parent) chain.push_back(o);
+  hwloc_obj_t lca = nullptr;
+  int bridges_b = 0;
+  for (hwloc_obj_t o = b; o; o = o->parent) {
+    if (std::find(chain.begin(), chain.end(), o) != chain.end()) {
+      lca = o;
+      break;
+    }
+    if (o != b && o->type == HWLOC_OBJ_BRIDGE) ++bridges_b;
+  }
+  if (!lca) return "SYS";
+  int bridges_a = 0;
+  for (hwloc_obj_t o = a->parent; o && o != lca; o = o->parent)
+    if (o->type == HWLOC_OBJ_BRIDGE) ++bridges_a;
+  if (lca->type == HWLOC_OBJ_BRIDGE) {
+    if (lca->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) return "PHB";
+    return (bridges_a <= 1 && bridges_b <= 1) ? "PIX" : "PXB";
+  }
+  if (lca->type == HWLOC_OBJ_PCI_DEVICE) return "PIX";
+  if (lca->nodeset && hwloc_bitmap_weight(lca->nodeset) == 1) return "PHB";  // NODE, folded into PHB
+  return "SYS";
+}
+
+std::optional<std::string> ib_state_name(const std::string& code) {
+  if (code == "1") return "down";
+  if (code == "2") return "init";
+  if (code == "3") return "armed";
+  if (code == "4") return "active";
+  if (code == "5") return "active_defer";
+  return std::nullopt;
+}
+
+struct NicObj {
+  Nic nic;
+  hwloc_obj_t pci = nullptr;
+};
+
+// NVLinkBandwidth matrix (NVML component; in fixtures) -> domains + GB/s per GPU. Returns false if absent.
+bool nvlink_from_distances(hwloc_topology_t topo, const std::vector<hwloc_obj_t>& gpu_objs, Topology& t) {
+  unsigned nr = 1;
+  hwloc_distances_s* raw = nullptr;
+  if (hwloc_distances_get_by_name(topo, "NVLinkBandwidth", &nr, &raw, 0) != 0 || nr == 0 || !raw) return false;
+  DistancesPtr dist(raw, DistancesRelease{topo});
+  bool has_switch = false;
+  for (unsigned i = 0; i < dist->nbobjs; ++i)
+    if (dist->objs[i] && dist->objs[i]->type == HWLOC_OBJ_PCI_DEVICE && pci_parent(dist->objs[i]) &&
+        std::find(gpu_objs.begin(), gpu_objs.end(), dist->objs[i]) == gpu_objs.end())
+      has_switch = true;
+  if (has_switch) {
+    // Both may fail on matrices without NVSwitches; then the raw values are what we have.
+    (void)hwloc_distances_transform(topo, dist.get(), HWLOC_DISTANCES_TRANSFORM_MERGE_SWITCH_PORTS, nullptr, 0);
+    (void)hwloc_distances_transform(topo, dist.get(), HWLOC_DISTANCES_TRANSFORM_TRANSITIVE_CLOSURE, nullptr, 0);
+  }
+  const unsigned n = dist->nbobjs;
+  std::vector<int> gpu_of(n, -1);
+  for (unsigned i = 0; i < n; ++i) {
+    hwloc_obj_t p = pci_parent(dist->objs[i]);
+    for (size_t g = 0; g < gpu_objs.size(); ++g)
+      if (p && p == gpu_objs[g]) gpu_of[i] = static_cast<int>(g);
+  }
+  const size_t ng = gpu_objs.size();
+  std::vector<std::vector<double>> bw(ng, std::vector<double>(ng, 0));
+  bool any = false;
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned j = 0; j < n; ++j) {
+      if (i == j || gpu_of[i] < 0 || gpu_of[j] < 0 || gpu_of[i] == gpu_of[j]) continue;
+      double v = static_cast<double>(dist->values[i * n + j]);
+      bw[gpu_of[i]][gpu_of[j]] = v;
+      if (v > 0) any = true;
+    }
+  if (!any) return false;
+  // Connected components over links with bandwidth.
+  std::vector<int> comp(ng, -1);
+  int nc = 0;
+  for (size_t s = 0; s < ng; ++s) {
+    if (comp[s] >= 0) continue;
+    std::vector<size_t> stack{s};
+    comp[s] = nc;
+    while (!stack.empty()) {
+      size_t u = stack.back();
+      stack.pop_back();
+      for (size_t v = 0; v < ng; ++v)
+        if (comp[v] < 0 && (bw[u][v] > 0 || bw[v][u] > 0)) {
+          comp[v] = nc;
+          stack.push_back(v);
+        }
+    }
+    ++nc;
+  }
+  std::vector<std::vector<int>> domains(nc);
+  for (size_t g = 0; g < ng; ++g) domains[comp[g]].push_back(t.gpus[g].index);
+  for (auto& d : domains) std::sort(d.begin(), d.end());
+  std::sort(domains.begin(), domains.end());
+  // Per GPU: through a switch every pair shows the GPU's whole bandwidth; in a mesh it is the sum over peers.
+  std::optional<double> per_gpu;
+  for (size_t g = 0; g < ng; ++g) {
+    double total = 0, best = 0;
+    for (size_t h = 0; h < ng; ++h) {
+      total += bw[g][h];
+      best = std::max(best, bw[g][h]);
+    }
+    double v = (has_switch ? best : total) / 1000.0;  // MB/s -> GB/s
+    if (v > 0) per_gpu = per_gpu ? std::min(*per_gpu, v) : v;
+  }
+  t.nvlink_domains = std::move(domains);
+  t.nvlink_gbps_per_gpu = per_gpu;
+  return true;
+}
+
+void merge_port_facts(Nic& into, const Nic& from) {
+  if (from.state) into.state = from.state;
+  if (from.phys_state) into.phys_state = from.phys_state;
+  if (from.link_layer) into.link_layer = from.link_layer;
+  if (from.rate_gbps) into.rate_gbps = from.rate_gbps;
+  if (!from.netdev.empty()) into.netdev = from.netdev;
+  if (from.gid_index) into.gid_index = from.gid_index;
+  if (into.pci_bus_id.empty()) into.pci_bus_id = from.pci_bus_id;
+}
+
+}  // namespace
+
+Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) throw ProbeError(src.origin + ": hwloc_topology_init failed");
+  TopologyPtr holder(raw);
+  hwloc_topology_t topo = holder.get();
+  hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  // Not registered on Debian for most of them: -1 is expected and harmless.
+  for (const char* c : {"opencl", "gl", "cuda", "nvml", "rsmi", "levelzero", "pci"})
+    (void)hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
+
+  Topology t;
+  int rc = 0;
+  if (src.kind == HwlocSource::XmlText) {
+    t.source = "hwloc-xml";
+    if (src.text_or_dir.size() > 512u << 20) throw ProbeError(src.origin + ": file too large for an hwloc XML");
+    if (hwloc_topology_set_xmlbuffer(topo, src.text_or_dir.c_str(), static_cast<int>(src.text_or_dir.size() + 1)) != 0)
+      throw ProbeError(src.origin + ": hwloc cannot use this XML");
+    rc = hwloc_topology_load(topo);
+  } else if (src.kind == HwlocSource::Fsroot) {
+    t.source = "hwloc-fsroot";
+    ScopedEnv env({{"HWLOC_FSROOT", src.text_or_dir}, {"HWLOC_COMPONENTS", "linux,stop"}});
+    rc = hwloc_topology_load(topo);
+  } else {
+    t.source = "hwloc-live";
+    rc = hwloc_topology_load(topo);
+  }
+  if (rc != 0) {
+    if (src.kind == HwlocSource::XmlText)
+      throw ProbeError(src.origin + ": hwloc could not load this XML (corrupt, or a format newer than hwloc " +
+                       std::to_string(HWLOC_API_VERSION >> 16) + ".x reads)");
+    throw ProbeError(src.origin + ": hwloc_topology_load failed: " + std::strerror(errno));
+  }
+
+  hwloc_obj_t root = hwloc_get_root_obj(topo);
+  t.hostname = info(root, "HostName");
+  t.numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+
+  // Cloud: DMI infos of the root object (hwloc reads /sys/class/dmi/id on Linux; XML keeps them).
+  std::string sys_vendor = info(root, "DMISysVendor"), product = info(root, "DMIProductName"),
+              board_vendor = info(root, "DMIBoardVendor"), asset = info(root, "DMIChassisAssetTag");
+  if (!extras.dmi_root.empty()) {
+    if (sys_vendor.empty()) sys_vendor = trim(read_line(extras.dmi_root + "/sys_vendor").value_or(""));
+    if (product.empty()) product = trim(read_line(extras.dmi_root + "/product_name").value_or(""));
+    if (board_vendor.empty()) board_vendor = trim(read_line(extras.dmi_root + "/board_vendor").value_or(""));
+    if (asset.empty()) asset = trim(read_line(extras.dmi_root + "/chassis_asset_tag").value_or(""));
+  }
+  t.cloud = detail::detect_cloud(sys_vendor, product, board_vendor, asset);
+  if (t.cloud)
+    t.warnings.push_back("cloud VM (" + *t.cloud + ", " + product +
+                         "): PCI locality of the virtual machine may hide the real GPU/NIC switches; prefer the "
+                         "vendor's NCCL topology file");
+
+  // GPUs: PCI devices by vendor/class, ordered by bus id.
+  std::vector<hwloc_obj_t> gpu_objs;
+  int nvswitches = 0;
+  for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o; o = hwloc_get_next_pcidev(topo, o)) {
+    const auto& a = o->attr->pcidev;
+    if (detail::is_gpu_class(a.vendor_id, a.class_id)) gpu_objs.push_back(o);
+    else if ((a.vendor_id == 0x10de && a.class_id == 0x0680) || (o->subtype && std::strcmp(o->subtype, "NVSwitch") == 0))
+      ++nvswitches;
+  }
+  std::stable_sort(gpu_objs.begin(), gpu_objs.end(), [](hwloc_obj_t x, hwloc_obj_t y) {
+    const auto &a = x->attr->pcidev, &b = y->attr->pcidev;
+    return std::tie(a.domain, a.bus, a.dev, a.func) < std::tie(b.domain, b.bus, b.dev, b.func);
+  });
+  std::set<std::string> seen_busids;
+  for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o; o = hwloc_get_next_pcidev(topo, o)) {
+    auto id = busid_of(o);
+    if (!seen_busids.insert(id).second) t.warnings.push_back("duplicate PCI bus id " + id + " in the topology");
+  }
+  for (size_t i = 0; i < gpu_objs.size(); ++i) {
+    hwloc_obj_t o = gpu_objs[i];
+    const auto& a = o->attr->pcidev;
+    Gpu g;
+    g.index = static_cast<int>(i);
+    g.pci_bus_id = busid_of(o);
+    g.vendor_id = a.vendor_id;
+    g.device_id = a.device_id;
+    g.model = detail::gpu_model_key(a.vendor_id, a.device_id);
+    if (const auto* m = detail::find_gpu_model(a.vendor_id, a.device_id); m && m->memory_gib > 0)
+      g.memory_gib = m->memory_gib;
+    g.numa = numa_of(topo, o);
+    if (!extras.proc_root.empty() && g.vendor_id == 0x10de)
+      if (auto text = read_file(extras.proc_root + "/driver/nvidia/gpus/" + g.pci_bus_id + "/information", 1u << 16)) {
+        auto p = text->find("Device Minor:");
+        if (p != std::string::npos) {
+          int minor = std::atoi(text->c_str() + p + 13);
+          if (minor >= 0 && minor < 4096) g.device_minor = minor;
+        }
+      }
+    t.gpus.push_back(std::move(g));
+  }
+  if (nvswitches > 0) t.inferred.push_back("nvswitch: " + std::to_string(nvswitches) + " NVSwitch PCI devices seen");
+
+  // NVML (live only): model names and memory where the table does not know the PCI id.
+  if (extras.nvml && extras.nvml->available) {
+    for (auto& g : t.gpus)
+      for (const auto& n : extras.nvml->gpus)
+        if (n.pci_bus_id == g.pci_bus_id) {
+          if (!g.memory_gib && n.memory_gib) g.memory_gib = n.memory_gib;
+        }
+  }
+
+  // NICs: OpenFabrics OS devices, one entry per port.
+  std::vector<NicObj> nics;
+  for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o; o = hwloc_get_next_osdev(topo, o)) {
+    if (o->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS || !o->name) continue;
+    hwloc_obj_t pci = pci_parent(o);
+    std::vector<std::string> netdevs;
+    if (o->parent)
+      for (hwloc_obj_t c = o->parent->io_first_child; c; c = c->next_sibling)
+        if (c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && c->name)
+          netdevs.push_back(c->name);
+    std::map<int, std::string> port_states;
+    for (unsigned k = 0; k < o->infos_count; ++k) {
+      const char* nm = o->infos[k].name;
+      if (!nm) continue;
+      const std::string key = nm;  // "Port<N>State"
+      if (key.size() < 10 || key.rfind("Port", 0) != 0 || key.compare(key.size() - 5, 5, "State") != 0) continue;
+      const std::string num = key.substr(4, key.size() - 9);
+      if (num.empty() || num.size() > 3 || num.find_first_not_of("0123456789") != std::string::npos) continue;
+      const int port = std::atoi(num.c_str());
+      if (port > 0 && port < 256) port_states[port] = o->infos[k].value ? o->infos[k].value : "";
+    }
+    if (port_states.empty()) port_states[1] = "";
+    size_t pi = 0;
+    for (auto& [port, st] : port_states) {
+      NicObj n;
+      n.pci = pci;
+      n.nic.name = o->name;
+      n.nic.port = port;
+      n.nic.state = ib_state_name(st);
+      if (pci) {
+        n.nic.pci_bus_id = busid_of(pci);
+        n.nic.vendor_id = pci->attr->pcidev.vendor_id;
+      }
+      n.nic.numa = numa_of(topo, o);
+      if (netdevs.size() == port_states.size()) {
+        n.nic.netdev = netdevs[pi];
+      } else if (!netdevs.empty()) {
+        n.nic.netdev = netdevs.front();
+        for (const auto& d : netdevs)
+          if (d.rfind("ib", 0) == 0 || d.rfind("hsi", 0) == 0) {
+            n.nic.netdev = d;
+            break;
+          }
+      }
+      if (n.nic.vendor_id == 0x1d0f) n.nic.link_layer = std::nullopt;  // EFA: neither IB nor RoCE
+      nics.push_back(std::move(n));
+      ++pi;
+    }
+  }
+
+  // Live/fsroot: sysfs (rate, state, link layer, netdev, GIDs) and ibverbs override hwloc's partial view.
+  auto merge_list = [&](const std::vector<Nic>& list) {
+    for (const auto& s : list) {
+      bool found = false;
+      for (auto& n : nics)
+        if (n.nic.name == s.name && n.nic.port == s.port) {
+          merge_port_facts(n.nic, s);
+          found = true;
+        }
+      if (!found) {
+        NicObj n;
+        n.nic = s;
+        for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o && !s.pci_bus_id.empty();
+             o = hwloc_get_next_pcidev(topo, o))
+          if (busid_of(o) == s.pci_bus_id) {
+            n.pci = o;
+            n.nic.vendor_id = o->attr->pcidev.vendor_id;
+            n.nic.numa = numa_of(topo, o);
+          }
+        nics.push_back(std::move(n));
+      }
+    }
+  };
+  if (extras.verbs && extras.verbs->available) merge_list(extras.verbs->nics);
+  if (extras.sysfs_nics) merge_list(*extras.sysfs_nics);  // sysfs wins for rates (RoCE: netdev speed)
+  std::stable_sort(nics.begin(), nics.end(), [](const NicObj& a, const NicObj& b) {
+    return std::tie(a.nic.name, a.nic.port) < std::tie(b.nic.name, b.nic.port);
+  });
+
+  // Pairwise PCIe classes.
+  const size_t ng = gpu_objs.size();
+  t.gpu_pci_paths.assign(ng, std::vector<std::string>(ng, "X"));
+  for (size_t i = 0; i < ng; ++i)
+    for (size_t j = 0; j < ng; ++j)
+      if (i != j) t.gpu_pci_paths[i][j] = classify(gpu_objs[i], gpu_objs[j]);
+  std::vector<std::vector<std::string>> nic_paths(ng, std::vector<std::string>(nics.size(), "SYS"));
+  for (size_t i = 0; i < ng; ++i)
+    for (size_t k = 0; k < nics.size(); ++k) nic_paths[i][k] = nics[k].pci ? classify(gpu_objs[i], nics[k].pci) : "SYS";
+  for (auto& n : nics) t.nics.push_back(std::move(n.nic));
+
+  // NVLink: measured (hwloc NVLinkBandwidth), else NVML link counts, else from the model (in finish_topology).
+  if (nvlink_from_distances(topo, gpu_objs, t)) {
+    t.inferred.push_back("nvlink_domains: measured (hwloc NVLinkBandwidth matrix)");
+  } else if (extras.nvml && extras.nvml->available) {
+    // NVML: GPUs with active NVLinks whose peers are GPUs of this node or NVSwitches.
+    std::map<std::string, int> idx;
+    for (const auto& g : t.gpus) idx[g.pci_bus_id] = g.index;
+    std::vector<int> comp(ng);
+    for (size_t i = 0; i < ng; ++i) comp[i] = static_cast<int>(i);
+    std::function<int(int)> find = [&](int x) { return comp[x] == x ? x : comp[x] = find(comp[x]); };
+    std::vector<int> switch_members;
+    bool any = false;
+    for (const auto& n : extras.nvml->gpus) {
+      auto it = idx.find(n.pci_bus_id);
+      if (it == idx.end() || n.nvlinks_active == 0) continue;
+      any = true;
+      for (const auto& peer : n.nvlink_peers) {
+        auto pj = idx.find(peer);
+        if (pj != idx.end()) comp[find(it->second)] = find(pj->second);
+        else switch_members.push_back(it->second);  // peer is an NVSwitch
+      }
+    }
+    for (size_t k = 1; k < switch_members.size(); ++k) comp[find(switch_members[k])] = find(switch_members[0]);
+    if (any) {
+      std::map<int, std::vector<int>> groups;
+      for (size_t i = 0; i < ng; ++i) groups[find(static_cast<int>(i))].push_back(static_cast<int>(i));
+      for (auto& [k, v] : groups) t.nvlink_domains.push_back(v);
+      std::sort(t.nvlink_domains.begin(), t.nvlink_domains.end());
+      t.inferred.push_back("nvlink_domains: from NVML link state");
+      if (!t.gpus.empty())
+        if (const auto* m = detail::find_gpu_model(t.gpus[0].vendor_id, t.gpus[0].device_id); m && m->nvlink_gbps > 0) {
+          t.nvlink_gbps_per_gpu = m->nvlink_gbps;
+          t.inferred.push_back("nvlink_gbps_per_gpu: from GPU model");
+        }
+    }
+  }
+
+  finish_topology(t, nic_paths);
+  return t;
+}
+
+std::string format_busid(unsigned domain, unsigned bus, unsigned dev, unsigned func) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu, dev & 0xffu, func & 0xfu);
+  return buf;
+}
+
+void finish_topology(Topology& t, const std::vector<std::vector<std::string>>& nic_paths) {
+  const size_t ng = t.gpus.size(), nn = t.nics.size();
+  t.gpu_nic_paths.assign(ng, std::vector<std::string>(nn, "SYS"));
+  for (size_t i = 0; i < ng; ++i)
+    for (size_t k = 0; k < nn; ++k) t.gpu_nic_paths[i][k] = nic_paths[i][k] == "NODE" ? "PHB" : nic_paths[i][k];
+  // Roles: with GPUs present, NICs that are PIX/PXB to some GPU are compute and the others storage; when no
+  // NIC is that close (POWER, cloud VMs), all are compute. Without GPUs: unknown.
+  std::vector<int> best(nn, 99);
+  for (size_t k = 0; k < nn; ++k)
+    for (size_t i = 0; i < ng; ++i) best[k] = std::min(best[k], detail::path_rank(nic_paths[i][k]));
+  bool any_close = false;
+  for (size_t k = 0; k < nn; ++k) any_close |= best[k] <= detail::path_rank("PXB");
+  for (size_t k = 0; k < nn; ++k) {
+    if (!t.nics[k].role.empty() && t.nics[k].role != "unknown") continue;
+    if (ng == 0) t.nics[k].role = "unknown";
+    else if (!any_close || best[k] <= detail::path_rank("PXB")) t.nics[k].role = "compute";
+    else t.nics[k].role = "storage";
+  }
+  if (any_close && ng > 0) {
+    for (size_t k = 0; k < nn; ++k)
+      if (t.nics[k].role == "storage") {
+        t.inferred.push_back("nic role: " + t.nics[k].name + " storage (no GPU behind its PCIe switch)");
+      }
+  }
+  // Nearest compute NICs per GPU (every port of the best class; names listed once).
+  for (size_t i = 0; i < ng; ++i) {
+    int r = 99;
+    for (size_t k = 0; k < nn; ++k)
+      if (t.nics[k].role == "compute") r = std::min(r, detail::path_rank(nic_paths[i][k]));
+    auto& g = t.gpus[i];
+    g.nearest_nics.clear();
+    g.nic_path.clear();
+    for (size_t k = 0; k < nn; ++k)
+      if (t.nics[k].role == "compute" && detail::path_rank(nic_paths[i][k]) == r) {
+        if (std::find(g.nearest_nics.begin(), g.nearest_nics.end(), t.nics[k].name) == g.nearest_nics.end())
+          g.nearest_nics.push_back(t.nics[k].name);
+        g.nic_path = nic_paths[i][k] == "NODE" ? "PHB" : nic_paths[i][k];
+      }
+  }
+  detail::infer_nvlink_from_model(t);
+  detail::finish_gpu_paths(t);
+}
+
+}  // namespace paratune::probe::internal

@@ -1,0 +1,510 @@
+// NCCL topology files (NCCL_TOPO_FILE, <system version="1">): the vendors' description of what the VM hides.
+// A small, strict XML reader (elements, attributes, comments; no DTD/entities beyond the five predefined).
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "internal.h"
+
+namespace paratune::probe::detail {
+
+namespace {
+
+struct Node {
+  std::string name;
+  std::map<std::string, std::string> attrs;
+  std::vector<std::unique_ptr<Node>> children;
+  Node* parent = nullptr;
+  int line = 0;
+  std::string attr(const char* k) const {
+    auto it = attrs.find(k);
+    return it == attrs.end() ? "" : it->second;
+  }
+};
+
+class XmlReader {
+ public:
+  XmlReader(const std::string& text, const std::string& origin) : s_(text), origin_(origin) {}
+
+  std::unique_ptr<Node> parse() {
+    std::unique_ptr<Node> root;
+    std::vector<Node*> stack;
+    while (true) {
+      skip_text(stack.empty());
+      if (i_ >= s_.size()) break;
+      // at '<'
+      if (starts("<?")) {
+        skip_past("?>");
+      } else if (starts("<!--")) {
+        skip_past("-->");
+      } else if (starts("<!")) {
+        fail("DOCTYPE/CDATA sections are not supported in an NCCL topology file");
+      } else if (starts("</")) {
+        i_ += 2;
+        std::string name = read_name();
+        skip_ws();
+        expect('>');
+        if (stack.empty() || stack.back()->name != name)
+          fail("closing tag </" + name + "> does not match " + (stack.empty() ? "anything" : "<" + stack.back()->name + ">"));
+        stack.pop_back();
+        if (stack.empty()) {
+          trailing();
+          break;
+        }
+      } else {
+        ++i_;
+        auto node = std::make_unique<Node>();
+        node->line = line_;
+        node->name = read_name();
+        bool self_closing = false;
+        while (true) {
+          skip_ws();
+          if (i_ >= s_.size()) fail("unexpected end of file inside <" + node->name + ">");
+          if (s_[i_] == '/') {
+            ++i_;
+            expect('>');
+            self_closing = true;
+            break;
+          }
+          if (s_[i_] == '>') {
+            ++i_;
+            break;
+          }
+          std::string k = read_name();
+          skip_ws();
+          expect('=');
+          skip_ws();
+          std::string v = read_quoted();
+          if (node->attrs.count(k)) fail("attribute '" + k + "' given twice");
+          if (node->attrs.size() >= 64) fail("too many attributes");
+          node->attrs[k] = v;
+        }
+        if (++count_ > 100000) fail("too many elements");
+        Node* raw = node.get();
+        if (stack.empty()) {
+          if (root) fail("more than one root element");
+          root = std::move(node);
+        } else {
+          raw->parent = stack.back();
+          stack.back()->children.push_back(std::move(node));
+        }
+        if (!self_closing) {
+          if (stack.size() >= 64) fail("elements nested too deeply");
+          stack.push_back(raw);
+        } else if (stack.empty()) {
+          trailing();
+          break;
+        }
+      }
+    }
+    if (!stack.empty()) fail("unexpected end of file: <" + stack.back()->name + "> is not closed");
+    if (!root) fail("no XML element");
+    return root;
+  }
+
+ private:
+  // Only whitespace, comments and processing instructions may follow the root element.
+  void trailing() {
+    while (true) {
+      skip_text(true);
+      if (i_ >= s_.size()) break;
+      if (starts("<!--")) skip_past("-->");
+      else if (starts("<?")) skip_past("?>");
+      else fail("content after the end of the document");
+    }
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ProbeError(origin_ + ":" + std::to_string(line_) + ": " + what);
+  }
+  bool starts(const char* p) const { return s_.compare(i_, std::char_traits<char>::length(p), p) == 0; }
+  void advance() {
+    if (s_[i_] == '\n') ++line_;
+    ++i_;
+  }
+  void skip_ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) advance();
+  }
+  void skip_text(bool outside) {
+    while (i_ < s_.size() && s_[i_] != '<') {
+      if (outside && !std::isspace(static_cast<unsigned char>(s_[i_])) && !(i_ < 3 && (s_[i_] & 0x80)))
+        fail("text outside of the root element");
+      advance();
+    }
+  }
+  void skip_past(const char* end) {
+    auto p = s_.find(end, i_);
+    if (p == std::string::npos) fail(std::string("unterminated '") + s_.substr(i_, 4) + "'");
+    while (i_ < p + std::char_traits<char>::length(end)) advance();
+  }
+  void expect(char c) {
+    if (i_ >= s_.size() || s_[i_] != c) fail(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  std::string read_name() {
+    size_t b = i_;
+    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_' || s_[i_] == '-' ||
+                              s_[i_] == ':' || s_[i_] == '.'))
+      ++i_;
+    if (i_ == b) fail("expected a name");
+    if (i_ - b > 64) fail("name too long");
+    return s_.substr(b, i_ - b);
+  }
+  std::string read_quoted() {
+    if (i_ >= s_.size() || (s_[i_] != '"' && s_[i_] != '\'')) fail("expected a quoted attribute value");
+    char q = s_[i_++];
+    std::string out;
+    while (true) {
+      if (i_ >= s_.size()) fail("unterminated attribute value");
+      char c = s_[i_];
+      if (c == q) {
+        ++i_;
+        break;
+      }
+      if (c == '<') fail("'<' inside an attribute value");
+      if (c == '&') {
+        static const std::pair<const char*, char> ents[] = {
+            {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+        bool ok = false;
+        for (auto& [e, ch] : ents)
+          if (starts(e)) {
+            out += ch;
+            i_ += std::char_traits<char>::length(e);
+            ok = true;
+            break;
+          }
+        if (!ok) fail("unknown entity in an attribute value");
+        continue;
+      }
+      out += c;
+      advance();
+      if (out.size() > 4096) fail("attribute value too long");
+    }
+    return out;
+  }
+
+  const std::string& s_;
+  const std::string& origin_;
+  size_t i_ = 0;
+  int line_ = 1;
+  int count_ = 0;
+};
+
+std::optional<unsigned long> parse_hex(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  unsigned long v = std::strtoul(s.c_str(), &end, 16);
+  if (!end || *end) return std::nullopt;
+  return v;
+}
+
+bool valid_busid(const std::string& s) {
+  // dddd:bb:dd.f, hex; "ffff:ff:01.0" is a fake switch id in cloud files.
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (i != 4 && i != 7 && i != 10 && !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+struct Dev {
+  enum Kind { Gpu, Nic, Unknown } kind = Unknown;
+  const Node* node = nullptr;      // the <pci> or <nic> element
+  const Node* attach = nullptr;    // where it sits in the tree (for paths)
+  std::string busid;
+  uint16_t vendor = 0, device = 0, class_id = 0;
+  int numa = -1;
+  int gpu_dev = -1;
+};
+
+int numa_of(const Node* n) {
+  for (; n; n = n->parent)
+    if (n->name == "cpu") {
+      auto v = n->attr("numaid");
+      char* end = nullptr;
+      long x = std::strtol(v.c_str(), &end, 10);
+      if (!v.empty() && end && !*end && x >= 0 && x < 4096) return static_cast<int>(x);
+      return -1;
+    }
+  return -1;
+}
+
+// NCCL classes on the file's own tree: pci elements with children are switches.
+std::string classify(const Node* a, const Node* b) {
+  if (a == b) return "PIX";
+  std::vector<const Node*> chain;
+  for (const Node* o = a; o; o = o->parent) chain.push_back(o);
+  const Node* lca = nullptr;
+  int sb = 0;
+  for (const Node* o = b; o; o = o->parent) {
+    if (std::find(chain.begin(), chain.end(), o) != chain.end()) {
+      lca = o;
+      break;
+    }
+    if (o != b && o->name == "pci") ++sb;
+  }
+  if (!lca) return "SYS";
+  int sa = 0;
+  for (const Node* o = a->parent; o && o != lca; o = o->parent)
+    if (o->name == "pci") ++sa;
+  if (lca->name == "pci") return (sa == 0 && sb == 0) ? "PIX" : "PXB";  // lca is itself the switch
+  if (lca->name == "cpu") return "PHB";
+  return "SYS";
+}
+
+}  // namespace
+
+Topology parse_nccl_topo(const std::string& text, const std::string& origin) {
+  if (text.size() > (16u << 20)) throw ProbeError(origin + ": too large for an NCCL topology file");
+  XmlReader reader(text, origin);
+  auto root = reader.parse();
+  if (root->name != "system")
+    throw ProbeError(origin + ":" + std::to_string(root->line) + ": root element is <" + root->name +
+                     ">, expected <system> (NCCL topology)");
+  const std::string version = root->attr("version");
+  if (!version.empty() && version != "1")
+    throw ProbeError(origin + ": NCCL topology version " + version + " is not supported (expected 1)");
+
+  Topology t;
+  t.source = "nccl-topo";
+  std::vector<Dev> devs;
+  std::vector<const Node*> switches;
+  std::set<std::string> busids;
+  // Walk the tree.
+  std::vector<const Node*> todo{root.get()};
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    for (auto it = n->children.rbegin(); it != n->children.rend(); ++it) todo.push_back(it->get());
+    if (n->name == "pci") {
+      Dev d;
+      d.node = d.attach = n;
+      d.busid = lower(n->attr("busid"));
+      if (!valid_busid(d.busid))
+        throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> busid '" + n->attr("busid") +
+                         "' is not a PCI bus id (dddd:bb:dd.f)");
+      if (!busids.insert(d.busid).second) t.warnings.push_back("duplicate PCI bus id " + d.busid + " in the file");
+      auto cls = n->attr("class");
+      if (!cls.empty()) {
+        auto v = parse_hex(cls);
+        if (!v || *v > 0xffffff)
+          throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> class '" + cls + "' is not hex");
+        d.class_id = static_cast<uint16_t>(*v > 0xffff ? *v >> 8 : *v);
+      }
+      for (const char* k : {"vendor", "device"}) {
+        auto s = n->attr(k);
+        if (s.empty()) continue;
+        auto v = parse_hex(s);
+        if (!v || *v > 0xffff)
+          throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> " + k + " '" + s + "' is not a 16-bit hex id");
+        (std::string(k) == "vendor" ? d.vendor : d.device) = static_cast<uint16_t>(*v);
+      }
+      bool has_pci_child = false, has_gpu = false, has_nic = false;
+      for (const auto& c : n->children) {
+        has_pci_child |= c->name == "pci";
+        if (c->name == "gpu") {
+          has_gpu = true;
+          auto dv = c->attr("dev");
+          char* end = nullptr;
+          long x = std::strtol(dv.c_str(), &end, 10);
+          if (!dv.empty() && end && !*end && x >= 0 && x < 1024) d.gpu_dev = static_cast<int>(x);
+        }
+        has_nic |= c->name == "nic";
+      }
+      if (has_pci_child || (d.class_id >> 8) == 0x06) {
+        switches.push_back(n);
+        continue;
+      }
+      if (has_gpu || (d.class_id >> 8) == 0x03 || (d.class_id >> 8) == 0x12) d.kind = Dev::Gpu;
+      else if (has_nic || (d.class_id >> 8) == 0x02) d.kind = Dev::Nic;
+      d.numa = numa_of(n);
+      devs.push_back(d);
+    } else if (n->name == "nic" && n->parent && n->parent->name != "pci") {
+      Dev d;
+      d.kind = Dev::Nic;
+      d.node = n;
+      d.attach = n;
+      d.numa = numa_of(n);
+      devs.push_back(d);
+    } else if (n->name == "cpu" || n->name == "system" || n->name == "gpu" || n->name == "nic" || n->name == "net" ||
+               n->name == "nvlink" || n->name == "c2c" || n->name == "pcilink") {
+      // known
+    } else {
+      t.warnings.push_back("unknown element <" + n->name + "> at line " + std::to_string(n->line) + " ignored");
+    }
+  }
+
+  bool any_classified_gpu = std::any_of(devs.begin(), devs.end(), [](const Dev& d) { return d.kind == Dev::Gpu; });
+  // p5-style files: GPUs are not listed, the leaves under each switch are the NICs.
+  int unknown = 0;
+  std::vector<const Node*> synth_gpu_switches;
+  if (!any_classified_gpu) {
+    std::set<const Node*> sw_with_leaves;
+    for (auto& d : devs)
+      if (d.kind == Dev::Unknown && d.node->parent && d.node->parent->name == "pci") {
+        d.kind = Dev::Nic;
+        sw_with_leaves.insert(d.node->parent);
+      }
+    for (const Node* s : switches)
+      if (sw_with_leaves.count(s)) synth_gpu_switches.push_back(s);
+    if (!synth_gpu_switches.empty()) {
+      t.inferred.push_back("nics: unclassified devices behind the PCIe switches taken as NICs");
+      t.inferred.push_back("gpus: one per PCIe switch with NICs (the file does not list GPUs)");
+    }
+  }
+  for (const auto& d : devs) unknown += d.kind == Dev::Unknown;
+  if (unknown > 0)
+    t.warnings.push_back(std::to_string(unknown) + " PCI devices without a class: neither GPU nor NIC known");
+
+  // GPUs: by <gpu dev> when given, else by bus id.
+  std::vector<Dev> gpus, nics;
+  for (const auto& d : devs) {
+    if (d.kind == Dev::Gpu) gpus.push_back(d);
+    if (d.kind == Dev::Nic) nics.push_back(d);
+  }
+  for (const Node* s : synth_gpu_switches) {
+    Dev d;
+    d.kind = Dev::Gpu;
+    d.node = nullptr;
+    d.attach = s;  // directly behind the switch: PIX to its NICs
+    d.numa = numa_of(s);
+    gpus.push_back(d);
+  }
+  const bool all_dev = !gpus.empty() && std::all_of(gpus.begin(), gpus.end(), [](const Dev& d) { return d.gpu_dev >= 0; });
+  std::stable_sort(gpus.begin(), gpus.end(), [&](const Dev& a, const Dev& b) {
+    if (all_dev) return a.gpu_dev < b.gpu_dev;
+    return a.busid < b.busid;
+  });
+  // Fake attach node for synthesized GPUs: a GPU directly under a switch with NICs as siblings is PIX.
+  std::vector<std::unique_ptr<Node>> synthetic;
+  for (auto& g : gpus)
+    if (!g.node) {
+      auto n = std::make_unique<Node>();
+      n->name = "gpu-placeholder";
+      n->parent = const_cast<Node*>(g.attach);
+      g.attach = n.get();
+      synthetic.push_back(std::move(n));
+    }
+
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const auto& d = gpus[i];
+    Gpu g;
+    g.index = static_cast<int>(i);
+    g.pci_bus_id = d.busid;
+    g.vendor_id = d.vendor;
+    g.device_id = d.device;
+    if (d.vendor) {
+      g.model = gpu_model_key(d.vendor, d.device);
+      if (const auto* m = find_gpu_model(d.vendor, d.device); m && m->memory_gib > 0) g.memory_gib = m->memory_gib;
+    } else {
+      g.model = "unknown";
+    }
+    g.numa = d.numa;
+    t.gpus.push_back(std::move(g));
+  }
+  int k = 0;
+  for (const auto& d : nics) {
+    Nic n;
+    n.pci_bus_id = d.busid;
+    n.vendor_id = d.vendor;
+    n.numa = d.numa;
+    const Node* net = nullptr;
+    const Node* nic_el = d.node->name == "nic" ? d.node : nullptr;
+    if (!nic_el)
+      for (const auto& c : d.node->children)
+        if (c->name == "nic") nic_el = c.get();
+    if (nic_el)
+      for (const auto& c : nic_el->children)
+        if (c->name == "net") net = c.get();
+    if (net && !net->attr("name").empty()) n.name = net->attr("name");
+    else n.name = std::string(d.vendor == 0x1d0f ? "efa" : "nic") + std::to_string(k);
+    if (net) {
+      auto sp = net->attr("speed");
+      char* end = nullptr;
+      double mbps = std::strtod(sp.c_str(), &end);
+      if (!sp.empty() && end && !*end && mbps > 0 && mbps < 1e8) n.rate_gbps = mbps / 1000.0;
+      auto port = net->attr("port");
+      long p = std::strtol(port.c_str(), &end, 10);
+      if (!port.empty() && end && !*end && p >= 0 && p < 256) n.port = static_cast<int>(p) + 1;  // NCCL: 0-based
+      if (n.name.rfind("eth", 0) == 0 || n.name.rfind("en", 0) == 0) n.netdev = n.name;
+    }
+    if ((d.class_id >> 8) == 0x02) {
+      if (d.vendor == 0x1d0f) n.link_layer = std::nullopt;  // EFA (SRD): neither IB nor RoCE
+      else if (d.class_id == 0x0207) n.link_layer = "infiniband";
+      else n.link_layer = "ethernet";
+    }
+    if (d.vendor == 0x1d0f) t.cloud = "aws";
+    t.nics.push_back(std::move(n));
+    ++k;
+  }
+  // NVLink from <nvlink> elements: NVSwitch targets -> one domain; GPU targets -> union.
+  {
+    const size_t ng = gpus.size();
+    std::vector<int> comp(ng);
+    for (size_t i = 0; i < ng; ++i) comp[i] = static_cast<int>(i);
+    std::function<int(int)> find = [&](int x) { return comp[x] == x ? x : comp[x] = find(comp[x]); };
+    std::vector<int> on_switch;
+    std::map<int, int> links;
+    bool any = false;
+    for (size_t i = 0; i < ng; ++i) {
+      if (!gpus[i].node) continue;
+      for (const auto& c : gpus[i].node->children) {
+        if (c->name != "gpu") continue;
+        for (const auto& l : c->children) {
+          if (l->name != "nvlink") continue;
+          std::string target = lower(l->attr("target"));
+          if (target == gpus[i].busid) continue;  // self links (seen in Azure NCv4): meaningless
+          auto tcls = parse_hex(l->attr("tclass")).value_or(0);
+          long cnt = std::strtol(l->attr("count").c_str(), nullptr, 10);
+          if (cnt > 0 && cnt < 64) links[static_cast<int>(i)] += static_cast<int>(cnt);
+          if ((tcls >> 8) == 0x0680 || (tcls >> 16) == 0x06) {
+            on_switch.push_back(static_cast<int>(i));
+            any = true;
+          } else {
+            for (size_t j = 0; j < ng; ++j)
+              if (j != i && gpus[j].busid == target) {
+                comp[find(static_cast<int>(i))] = find(static_cast<int>(j));
+                any = true;
+              }
+          }
+        }
+      }
+    }
+    for (size_t s = 1; s < on_switch.size(); ++s) comp[find(on_switch[s])] = find(on_switch[0]);
+    if (any) {
+      std::map<int, std::vector<int>> groups;
+      for (size_t i = 0; i < ng; ++i) groups[find(static_cast<int>(i))].push_back(static_cast<int>(i));
+      for (auto& [r, v] : groups) t.nvlink_domains.push_back(v);
+      std::sort(t.nvlink_domains.begin(), t.nvlink_domains.end());
+      t.inferred.push_back("nvlink_domains: from the file's <nvlink> elements");
+      if (!t.gpus.empty())
+        if (const auto* m = find_gpu_model(t.gpus[0].vendor_id, t.gpus[0].device_id); m && m->nvlink_gbps > 0) {
+          t.nvlink_gbps_per_gpu = m->nvlink_gbps;
+          t.inferred.push_back("nvlink_gbps_per_gpu: from GPU model");
+        }
+    }
+  }
+  std::set<int> numas;
+  for (const auto& c : root->children)
+    if (c->name == "cpu") numas.insert(numa_of(c.get()));
+  t.numa_nodes = static_cast<int>(numas.size());
+
+  t.gpu_pci_paths.assign(gpus.size(), std::vector<std::string>(gpus.size(), "X"));
+  for (size_t i = 0; i < gpus.size(); ++i)
+    for (size_t j = 0; j < gpus.size(); ++j)
+      if (i != j) t.gpu_pci_paths[i][j] = classify(gpus[i].attach, gpus[j].attach);
+  std::vector<std::vector<std::string>> nic_paths(gpus.size(), std::vector<std::string>(nics.size(), "SYS"));
+  for (size_t i = 0; i < gpus.size(); ++i)
+    for (size_t j = 0; j < nics.size(); ++j) nic_paths[i][j] = classify(gpus[i].attach, nics[j].attach);
+  internal::finish_topology(t, nic_paths);
+  return t;
+}
+
+}  // namespace paratune::probe::detail
