@@ -1,13 +1,17 @@
 // Remote context (slurmstepd), once per step per node:
 //   init          (root)  read plugstack arguments, register --paratune (its value arrives after init)
-//   init_post_opt (root)  open the per-job log, probe the node (cache or topology= file)
+//   init_post_opt (root)  load the site policy, decide the mode, open the per-job log, probe (cached)
 //   user_init     (user)  decide, write the plan files as the job's user, inject the environment
+//   task_init     (user)  only with on_error = "closed" after a failure: fail the step with the reason
 //   exit          (root)  append the job's line to the site tuning log (node 0 of the deciding step)
-// Any failure: logged with the paratune: prefix, the job runs untouched, the callback returns 0.
+// Any failure: logged with the paratune: prefix, the job runs untouched, the callback returns 0 — unless the
+// site policy says on_error = "closed", the only way paratune ever fails a job.
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <ctime>
 
 #include "contexts.h"
@@ -38,6 +42,18 @@ std::string step_name(unsigned step) {
   return std::to_string(step);
 }
 
+// A failure inside a callback: fail open (log, job untouched) unless the site policy says on_error = closed.
+int handle_failure(const char* where, const std::exception& e) {
+  auto& s = state();
+  if (s.policy.on_error == policies::OnError::Closed) {
+    s.fail_closed = std::string(where) + ": " + e.what();
+    log().error("{}: {}; the site policy says on_error = \"closed\": the step will fail", where, e.what());
+  } else {
+    log().error("{}: {}; the job runs untouched", where, e.what());
+  }
+  return 0;
+}
+
 // <log_dir>/jobs/<jobid>.log, opened as root inside root-owned directories.
 void open_job_log(const std::string& log_dir, const std::string& job_id) {
   auto dir = job::ensure_directory(log_dir, 0755, 0);
@@ -51,9 +67,32 @@ void open_job_log(const std::string& log_dir, const std::string& job_id) {
   state().job_log_fd = std::move(fd);
 }
 
-std::string resolve(const std::string& path, const std::string& base) {
+std::string resolve_path(const std::string& path, const std::string& base) {
   if (path.empty() || path.front() == '/' || base.empty()) return path;
   return base + "/" + path;
+}
+
+// The site policy for the job's partition. A missing default file means "no policy"; anything else that is
+// wrong is loud: every problem is logged, and on_error decides (read from the broken file where possible).
+bool load_policy(const std::string& partition) {
+  auto& s = state();
+  s.policy = policies::EffectivePolicy{};
+  try {
+    const auto file = policies::load_policy_secure(s.config.policy);
+    s.policy = policies::resolve(file, partition);
+    return true;
+  } catch (const policies::PolicyError& e) {
+    if (e.kind() == policies::PolicyError::Kind::Missing && !s.config.policy_explicit) return true;
+    for (const auto& p : e.problems()) log().error("policy: {}", p);
+    if (e.fails_closed(partition)) {
+      s.policy.on_error = policies::OnError::Closed;
+      s.fail_closed = "the site policy " + s.config.policy + " is broken (see the Slurm log)";
+      log().error("the broken policy says on_error = \"closed\": the step will fail");
+    } else {
+      log().error("the site policy {} is unusable; paratune does nothing for this job", s.config.policy);
+    }
+    return false;
+  }
 }
 
 // Where the plan files go: the configured job_dir, else the submit directory, else /tmp; as the job's user.
@@ -63,34 +102,37 @@ std::string write_job_files(const job::Decision& d, const std::string& job_id, c
   if (!cfg.job_dir.empty()) bases.push_back(cfg.job_dir);
   if (!submit_dir.empty()) bases.push_back(submit_dir);
   bases.push_back("/tmp");
-  const std::string content = job::decision_json(d).dump(2) + "\n";
+  const auto files = job::decision_files(d);
   std::string last_error;
   for (const auto& base : bases) {
     const std::string dir = base + "/paratune-" + job_id;
     try {
       auto fd = job::ensure_directory(dir, 0755, ::geteuid());
-      job::write_file_atomic(fd.get(), "plan.json", content, 0644);
+      for (const auto& [name, content] : files) job::write_file_atomic(fd.get(), name, content, 0644);
       return dir;
     } catch (const std::exception& e) {
       last_error = e.what();
     }
   }
-  throw std::runtime_error("could not write the plan file: " + last_error);
+  throw std::runtime_error("could not write the plan files: " + last_error);
 }
 
-}  // namespace
-
-int remote_init(spank_t sp, int ac, char** av) {
-  load_config(ac, av);
-  return register_option(sp);
+void log_outcome(const job::EnvOutcome& o) {
+  for (const auto& k : o.kept) log().info("kept the user's {}={}", k.name, k.value);
+  for (const auto& r : o.replaced) log().info("replaced the user's {}={}: {}", r.name, r.value, r.reason);
+  for (const auto& r : o.removed) log().info("removed {} from the job environment: {}", r.name, r.reason);
+  for (const auto& f : o.failed) log().warn("could not set or remove {}", f.name);
 }
 
-int remote_post_opt(spank_t sp, int, char**) {
+void log_changes(const std::vector<policies::PolicyChange>& changes) {
+  for (const auto& c : changes) log().info("policy: {}", policies::describe(c));
+}
+
+int post_opt(spank_t sp) {
   auto& s = state();
   if (!s.config_ok) return 0;
   const unsigned step = item<uint32_t>(sp, S_JOB_STEPID, 0);
   if (step == kExternStep) return 0;
-  if (!s.option_given && !s.config.enabled_by_default) return 0;
 
   SpankEnvironment env(sp);
   s.job.job_id = std::to_string(item<uint32_t>(sp, S_JOB_ID, 0));
@@ -99,27 +141,38 @@ int remote_post_opt(spank_t sp, int, char**) {
   s.job.user = env.get("SLURM_JOB_USER").value_or(std::to_string(s.job.uid));
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
-
-  open_job_log(s.config.log_dir, s.job.job_id);
-  s.spec = job::parse_option_spec(s.option_text);
-  if (job::effective_mode(*s.spec, s.config) == job::Mode::Off) {
-    log().info("job {} step {}: mode=off, nothing injected", s.job.job_id, s.job.step_id);
-    return 0;
-  }
-
   const job::Allocation alloc = job::allocation_from_env(env);
   s.job.partition = alloc.partition;
   s.job.nodes = alloc.nodes;
   s.job.gpus_on_node = alloc.gpus_on_node;
+
+  if (!load_policy(alloc.partition)) return 0;
+  if (s.option_given) s.spec = job::parse_option_spec(s.option_text);
+  const auto md = job::decide_job_mode(s.spec ? &*s.spec : nullptr, s.config, s.policy, alloc.gpus_on_node);
+  s.mode = md.mode;
+  s.mode_changes = md.changes;
+  if (md.mode == job::Mode::Off) {
+    s.policy_env_only = md.env_rules_apply;
+    if (s.option_given) log().info("job {} step {}: {}", s.job.job_id, s.job.step_id, md.why);
+    return 0;
+  }
+  if (!s.spec) s.spec = job::parse_option_spec("");  // on by default: the site's default scenario
+  open_job_log(s.config.log_dir, s.job.job_id);
+  log().info("job {} step {}: {}", s.job.job_id, s.job.step_id, md.why);
   if (alloc.gpus_on_node == 0 && alloc.gpu_indexes.empty()) {
-    log().info("job {} step {}: the job requested no GPUs on this node; nothing injected", s.job.job_id, s.job.step_id);
+    log().info("job {} step {}: the job requested no GPUs on this node; no plan", s.job.job_id, s.job.step_id);
+    s.policy_env_only = md.env_rules_apply;
     return 0;
   }
 
   probe::ProbeOptions opts;
   opts.topology_file = s.config.topology;
   opts.allocated_gpus = alloc.gpu_indexes;
-  s.topology = probe::probe(opts);
+  probe::CacheOptions cache;
+  cache.path = s.config.cache;
+  probe::CacheResult cached;
+  s.topology = probe::probe_cached(opts, cache, &cached);
+  log().debug("probe: {} ({})", cached.hit ? "cache hit" : "probed", cached.reason);
 
   // srun steps inside a batch script inherit the batch step's decision: one decision per job.
   if (auto inherited = env.get("PARATUNE_PLAN")) {
@@ -136,36 +189,106 @@ int remote_post_opt(spank_t sp, int, char**) {
   return 0;
 }
 
-int remote_user_init(spank_t sp, int, char**) {
+int user_init(spank_t sp) {
   auto& s = state();
-  if (!s.deciding_step || !s.topology || !s.spec) return 0;
   SpankEnvironment env(sp);
+  if (s.policy_env_only) {
+    // paratune is off for this job, but the site's forced/default/forbidden variables still apply.
+    const auto inj = job::policy_injection(s.policy, {});
+    log_outcome(job::inject(env, inj.assignments, inj.force, inj.unset));
+    return 0;
+  }
+  if (!s.deciding_step || !s.topology || !s.spec) return 0;
   job::DecisionInput in;
   in.config = s.config;
   in.spec = *s.spec;
   in.alloc = job::allocation_from_env(env);
   in.topology = *s.topology;
+  in.policy = s.policy;
+  in.mode = s.mode;
   if (!s.spec->scenario_file.empty()) {
     // Read as the job's user (euid is theirs here), relative paths from the submit directory.
-    in.scenario_text = job::read_bounded(resolve(s.spec->scenario_file, in.alloc.submit_dir), kMaxScenarioBytes);
+    in.scenario_text = job::read_bounded(resolve_path(s.spec->scenario_file, in.alloc.submit_dir), kMaxScenarioBytes);
   }
   job::Decision d = job::decide(in);
+  d.policy_changes.insert(d.policy_changes.begin(), s.mode_changes.begin(), s.mode_changes.end());
 
+  // Plan the environment first (the policy's changes belong in the plan file), then write, then inject.
+  auto inj = job::policy_injection(s.policy, job::decision_env(d, "", ""));
+  d.policy_changes.insert(d.policy_changes.end(), inj.changes.begin(), inj.changes.end());
   const std::string dir = write_job_files(d, s.job.job_id, in.alloc.submit_dir);
-  const auto wanted = job::decision_env(d, dir + "/plan.json", dir + "/report.jsonl");
-  s.env_outcome = job::inject(env, wanted);
+  inj = job::policy_injection(s.policy, job::decision_env(d, dir + "/plan.json", dir + "/report.jsonl"));
+  s.env_outcome = job::inject(env, inj.assignments, inj.force, inj.unset);
+
   const auto& l = d.plan.layout;
-  log().info("job {} step {}: {} on {}x{} {}: tp={} pp={} dp={} cp={} mbs={} zero={} recompute={} "
+  log().info("job {} step {}: {} on {}x{} {}: {} tp={} pp={} dp={} cp={} vpp={} mbs={} zero={} recompute={} "
              "predicted {:.3f} s/step, {:.0f} tokens/s; {} variables set, {} kept; plan {}/plan.json",
              s.job.job_id, s.job.step_id, d.scenario.model.name, d.scenario.cluster.nodes,
-             d.scenario.cluster.gpus_per_node, d.scenario.cluster.gpu, l.tp, l.pp, l.dp, l.cp, l.micro_batch,
-             l.zero_stage, advisor::to_string(l.recompute), d.plan.prediction.step_time_s,
-             d.plan.prediction.tokens_per_s, s.env_outcome.set.size(), s.env_outcome.kept.size(), dir);
-  for (const auto& k : s.env_outcome.kept) log().info("kept the user's {}={}", k.name, k.value);
-  for (const auto& f : s.env_outcome.failed) log().warn("could not set {}", f.name);
+             d.scenario.cluster.gpus_per_node, d.scenario.cluster.gpu, advisor::to_string(d.plan.framework), l.tp,
+             l.pp, l.dp, l.cp, l.virtual_stages, l.micro_batch, l.zero_stage, advisor::to_string(l.recompute),
+             d.plan.prediction.step_time_s, d.plan.prediction.tokens_per_s, s.env_outcome.set.size(),
+             s.env_outcome.kept.size(), dir);
+  log_outcome(s.env_outcome);
+  log_changes(d.policy_changes);
   for (const auto& n : d.notes) log().info("note: {}", n);
   s.decision = std::move(d);
   return 0;
+}
+
+// The tuning log: the policy may move it and set its mode and group; root-owned directories only.
+void write_tuning_line(const std::string& line) {
+  auto& s = state();
+  std::string path = s.policy.log.tuning_log.value_or(s.config.log_dir + "/tuning.jsonl");
+  const auto slash = path.find_last_of('/');
+  const std::string dir_path = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
+  auto dir = job::ensure_directory(dir_path, 0755, 0);
+  const mode_t mode = s.policy.log.file_mode & 0664;  // never writable by others
+  job::append_line(dir.get(), name, line, mode);
+  if (s.policy.log.group) {
+    gid_t gid = 0;
+    struct group gr {}, *found = nullptr;
+    char buf[4096];
+    if (getgrnam_r(s.policy.log.group->c_str(), &gr, buf, sizeof buf, &found) == 0 && found) gid = found->gr_gid;
+    else gid = static_cast<gid_t>(std::strtoul(s.policy.log.group->c_str(), nullptr, 10));
+    if (::fchownat(dir.get(), name.c_str(), 0, gid, AT_SYMLINK_NOFOLLOW) != 0)
+      log().warn("could not give {} to group {}", path, *s.policy.log.group);
+  }
+  ::fchmodat(dir.get(), name.c_str(), mode, 0);
+}
+
+}  // namespace
+
+int remote_init(spank_t sp, int ac, char** av) {
+  load_config(ac, av);
+  return register_option(sp);
+}
+
+int remote_post_opt(spank_t sp, int, char**) {
+  try {
+    return post_opt(sp);
+  } catch (const std::exception& e) {
+    return handle_failure("init_post_opt", e);
+  }
+}
+
+int remote_user_init(spank_t sp, int, char**) {
+  try {
+    return user_init(sp);
+  } catch (const std::exception& e) {
+    return handle_failure("user_init", e);
+  }
+}
+
+int remote_task_init(spank_t, int, char**) {
+  const auto& reason = state().fail_closed;
+  if (reason.empty()) return 0;
+  // This runs in the forked task just before exec: its stderr is the job's, so the user sees why. Slurm ignores
+  // a failing callback of an `optional` plugin (plugstack.c swallows it), so the task ends itself: exit status 1,
+  // the step and job fail, slurmstepd and the node are unaffected.
+  std::fprintf(stderr, "paratune: %s; the site policy fails jobs on paratune errors (on_error = \"closed\")\n",
+               reason.c_str());
+  std::fflush(stderr);
+  ::_exit(1);
 }
 
 int remote_exit(spank_t sp, int, char**) {
@@ -173,8 +296,7 @@ int remote_exit(spank_t sp, int, char**) {
   if (!s.decision) return 0;
   if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return 0;  // one line per job: node 0 writes it
   const auto line = job::tuning_record(s.job, *s.spec, *s.decision, s.env_outcome, std::time(nullptr));
-  auto dir = job::ensure_directory(s.config.log_dir, 0755, 0);
-  job::append_line(dir.get(), "tuning.jsonl", line.dump(), 0644);
+  write_tuning_line(line.dump());
   log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
   return 0;
 }

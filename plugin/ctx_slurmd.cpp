@@ -1,12 +1,34 @@
-// slurmd context: runs once when slurmd starts (as root). The probe cache is filled here so that job steps
-// pay milliseconds, not a full discovery; until the probe issue lands its cache, this only validates config.
+// slurmd context: runs once when slurmd starts (as root). Logs what was loaded (version, the Slurm it was built
+// for) and fills the node's probe cache so that job steps pay a cache read, not a full discovery.
+#include <string>
+
 #include "contexts.h"
+#include "job/safe_file.h"
+#include "paratune/probe/probe.h"
+#include "paratune/version.h"
 #include "plugin_state.h"
 
 namespace paratune::plugin {
 
 int slurmd_init(spank_t, int ac, char** av) {
-  if (load_config(ac, av)) log().info("loaded (slurmd); topology={}", state().config.topology.empty() ? "live probe" : state().config.topology);
+  if (!load_config(ac, av)) return 0;
+  const auto& cfg = state().config;
+  log().info("paratune {} (built for Slurm {}) loaded in slurmd; topology={}", kVersion, kSlurmVersion,
+             cfg.topology.empty() ? "live probe" : cfg.topology);
+  try {
+    const auto slash = cfg.cache.find_last_of('/');
+    if (slash != std::string::npos && slash > 0) job::ensure_directory(cfg.cache.substr(0, slash), 0755, 0);
+    probe::ProbeOptions opts;
+    opts.topology_file = cfg.topology;
+    probe::CacheOptions cache;
+    cache.path = cfg.cache;
+    probe::CacheResult result;
+    const auto topo = probe::probe_cached(opts, cache, &result);
+    log().info("node topology: {} GPUs, {} NICs, fingerprint {} ({})", topo.gpus.size(), topo.nics.size(),
+               topo.fingerprint, result.hit ? "cache hit" : "probed, cache written");
+  } catch (const std::exception& e) {
+    log().error("probe at slurmd start: {}; job steps will probe again", e.what());
+  }
   return 0;
 }
 

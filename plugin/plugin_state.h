@@ -24,6 +24,11 @@ struct PluginState {
   std::string option_text;                   // its value ("" for bare --paratune)
   std::optional<job::OptionSpec> spec;       // parsed (remote) or validated (local/allocator)
   // Remote context: set in init_post_opt (root), used in user_init and exit.
+  policies::EffectivePolicy policy;          // the site policy for the job's partition (empty: none)
+  job::Mode mode = job::Mode::Off;           // as decided with the policy
+  std::vector<policies::PolicyChange> mode_changes;
+  bool policy_env_only = false;              // paratune is off but the policy's env rules still apply
+  std::string fail_closed;                   // on_error = "closed" and something failed: task_init fails the step
   bool deciding_step = false;
   std::optional<probe::Topology> topology;
   job::JobIdentity job;

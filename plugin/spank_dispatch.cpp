@@ -74,6 +74,11 @@ PARATUNE_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char** av) {
   return guarded("user_init", [&] { return paratune::plugin::remote_user_init(sp, ac, av); });
 }
 
+PARATUNE_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
+  // -1 only when the site policy says on_error = "closed" and paratune failed (see ctx_remote.cpp).
+  return guarded("task_init", [&] { return paratune::plugin::remote_task_init(sp, ac, av); });
+}
+
 PARATUNE_EXPORT int slurm_spank_exit(spank_t sp, int ac, char** av) {
   if (spank_context() != S_CTX_REMOTE) return 0;
   return guarded("exit", [&] { return paratune::plugin::remote_exit(sp, ac, av); });

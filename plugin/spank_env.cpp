@@ -19,4 +19,8 @@ bool SpankEnvironment::set(const std::string& name, const std::string& value) {
   return spank_setenv(sp_, name.c_str(), value.c_str(), 1) == ESPANK_SUCCESS;
 }
 
+bool SpankEnvironment::unset(const std::string& name) {
+  return spank_unsetenv(sp_, name.c_str()) == ESPANK_SUCCESS;
+}
+
 }  // namespace paratune::plugin

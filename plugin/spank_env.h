@@ -11,6 +11,7 @@ class SpankEnvironment : public job::JobEnvironment {
   explicit SpankEnvironment(spank_t sp) : sp_(sp) {}
   std::optional<std::string> get(const std::string& name) const override;
   bool set(const std::string& name, const std::string& value) override;
+  bool unset(const std::string& name) override;
 
  private:
   spank_t sp_;

@@ -131,7 +131,66 @@ void apply_cluster_defaults(Scenario& s, bool nvlink_domain_given) {
   }
 }
 
-Scenario parse_scenario_toml(std::string_view text, const std::string& origin) {
+// [cluster]: the hardware, when the scenario file describes it.
+static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
+  check_keys(c, cl, "cluster.", {"gpu", "nodes", "gpus_per_node", "nvlink_domain", "nic_count", "nic_gbps", "fabric",
+                                  "topology", "nccl_topo_file", "rail_aligned", "nvls", "socket_ifname", "gpu_nic_path",
+                                  "cloud", "gpu_spec", "nic"});
+  ClusterSpec& k = s.cluster;
+  if (get_str(c, cl, "cluster.", "gpu", k.gpu) && !is_gpu_key(k.gpu) && !cl.get("gpu_spec")) {
+    std::string list;
+    for (const auto& g : gpu_keys()) list += (list.empty() ? "" : ", ") + g;
+    c.fail(*cl.get("gpu"), "cluster.gpu", "unknown GPU '" + k.gpu + "'; valid: " + list +
+                                               " (or describe it in [cluster.gpu_spec])");
+  }
+  get_int(c, cl, "cluster.", "nodes", k.nodes, 1, 1 << 20);
+  get_int(c, cl, "cluster.", "gpus_per_node", k.gpus_per_node, 1, 1024);
+  const bool domain_given = get_int(c, cl, "cluster.", "nvlink_domain", k.nvlink_domain, 1, 1 << 16);
+  get_int(c, cl, "cluster.", "nic_count", k.nic_count, 0, 1024);
+  get_num(c, cl, "cluster.", "nic_gbps", k.nic_gbps);
+  get_enum(c, cl, "cluster.", "fabric", k.fabric, fabric_from_string);
+  get_str(c, cl, "cluster.", "topology", k.topology_file);
+  get_str(c, cl, "cluster.", "nccl_topo_file", k.nccl_topo_file);
+  get_bool(c, cl, "cluster.", "rail_aligned", k.rail_aligned);
+  get_bool(c, cl, "cluster.", "nvls", k.nvls);
+  get_str(c, cl, "cluster.", "socket_ifname", k.socket_ifname);
+  if (get_str(c, cl, "cluster.", "gpu_nic_path", k.gpu_nic_path)) {
+    const std::string& p = k.gpu_nic_path;
+    if (p != "PIX" && p != "PXB" && p != "PHB" && p != "SYS" && p != "P2C" && p != "NODE")
+      c.fail(*cl.get("gpu_nic_path"), "cluster.gpu_nic_path", "must be one of PIX, PXB, P2C, PHB, NODE, SYS");
+  }
+  std::string cloud;
+  if (get_str(c, cl, "cluster.", "cloud", cloud)) k.cloud = cloud;
+  if (const toml::node* gs = cl.get("gpu_spec")) {
+    if (!gs->is_table()) c.fail(*gs, "cluster.gpu_spec", "must be a table ([cluster.gpu_spec])");
+    const toml::table& g = *gs->as_table();
+    check_keys(c, g, "cluster.gpu_spec.", {"peak_tflops", "memory_gib", "hbm_tbps", "nvlink_gbps"});
+    get_num(c, g, "cluster.gpu_spec.", "peak_tflops", k.peak_tflops);
+    get_num(c, g, "cluster.gpu_spec.", "memory_gib", k.memory_gib);
+    get_num(c, g, "cluster.gpu_spec.", "hbm_tbps", k.hbm_tbps);
+    get_num(c, g, "cluster.gpu_spec.", "nvlink_gbps", k.nvlink_gbps);
+  }
+  if (const toml::node* ns = cl.get("nic")) {
+    if (!ns->is_array_of_tables()) c.fail(*ns, "cluster.nic", "must be an array of tables ([[cluster.nic]])");
+    for (const auto& e : *ns->as_array()) {
+      const toml::table& n = *e.as_table();
+      check_keys(c, n, "cluster.nic.", {"name", "port", "gbps", "active", "gpu_path", "netdev", "gid_index"});
+      NicFacts f;
+      if (!get_str(c, n, "cluster.nic.", "name", f.name)) c.fail(n, "cluster.nic.name", "missing (e.g. \"mlx5_0\")");
+      get_int(c, n, "cluster.nic.", "port", f.port, 1, 255);
+      get_num(c, n, "cluster.nic.", "gbps", f.gbps);
+      get_bool(c, n, "cluster.nic.", "active", f.active);
+      get_str(c, n, "cluster.nic.", "gpu_path", f.gpu_path);
+      get_str(c, n, "cluster.nic.", "netdev", f.netdev);
+      int gid = 0;
+      if (get_int(c, n, "cluster.nic.", "gid_index", gid, 0, 255)) f.gid_index = gid;
+      k.nics.push_back(f);
+    }
+  }
+  apply_cluster_defaults(s, domain_given);
+}
+
+Scenario parse_scenario_toml(std::string_view text, const std::string& origin, ClusterSource cluster) {
   Ctx c{origin};
   toml::table root;
   try {
@@ -182,62 +241,9 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin) {
   if (get_bool(c, *t, "training.", "flash_attention", b)) s.training.flash_attention = b;
 
   const toml::table* cl = sub(c, root, "cluster");
-  if (!cl) throw std::invalid_argument(origin + ":1:1: cluster: missing [cluster] table (gpu, nodes, gpus_per_node)");
-  check_keys(c, *cl, "cluster.", {"gpu", "nodes", "gpus_per_node", "nvlink_domain", "nic_count", "nic_gbps", "fabric",
-                                  "topology", "nccl_topo_file", "rail_aligned", "nvls", "socket_ifname", "gpu_nic_path",
-                                  "cloud", "gpu_spec", "nic"});
-  ClusterSpec& k = s.cluster;
-  if (get_str(c, *cl, "cluster.", "gpu", k.gpu) && !is_gpu_key(k.gpu) && !cl->get("gpu_spec")) {
-    std::string list;
-    for (const auto& g : gpu_keys()) list += (list.empty() ? "" : ", ") + g;
-    c.fail(*cl->get("gpu"), "cluster.gpu", "unknown GPU '" + k.gpu + "'; valid: " + list +
-                                               " (or describe it in [cluster.gpu_spec])");
-  }
-  get_int(c, *cl, "cluster.", "nodes", k.nodes, 1, 1 << 20);
-  get_int(c, *cl, "cluster.", "gpus_per_node", k.gpus_per_node, 1, 1024);
-  const bool domain_given = get_int(c, *cl, "cluster.", "nvlink_domain", k.nvlink_domain, 1, 1 << 16);
-  get_int(c, *cl, "cluster.", "nic_count", k.nic_count, 0, 1024);
-  get_num(c, *cl, "cluster.", "nic_gbps", k.nic_gbps);
-  get_enum(c, *cl, "cluster.", "fabric", k.fabric, fabric_from_string);
-  get_str(c, *cl, "cluster.", "topology", k.topology_file);
-  get_str(c, *cl, "cluster.", "nccl_topo_file", k.nccl_topo_file);
-  get_bool(c, *cl, "cluster.", "rail_aligned", k.rail_aligned);
-  get_bool(c, *cl, "cluster.", "nvls", k.nvls);
-  get_str(c, *cl, "cluster.", "socket_ifname", k.socket_ifname);
-  if (get_str(c, *cl, "cluster.", "gpu_nic_path", k.gpu_nic_path)) {
-    const std::string& p = k.gpu_nic_path;
-    if (p != "PIX" && p != "PXB" && p != "PHB" && p != "SYS" && p != "P2C" && p != "NODE")
-      c.fail(*cl->get("gpu_nic_path"), "cluster.gpu_nic_path", "must be one of PIX, PXB, P2C, PHB, NODE, SYS");
-  }
-  std::string cloud;
-  if (get_str(c, *cl, "cluster.", "cloud", cloud)) k.cloud = cloud;
-  if (const toml::node* gs = cl->get("gpu_spec")) {
-    if (!gs->is_table()) c.fail(*gs, "cluster.gpu_spec", "must be a table ([cluster.gpu_spec])");
-    const toml::table& g = *gs->as_table();
-    check_keys(c, g, "cluster.gpu_spec.", {"peak_tflops", "memory_gib", "hbm_tbps", "nvlink_gbps"});
-    get_num(c, g, "cluster.gpu_spec.", "peak_tflops", k.peak_tflops);
-    get_num(c, g, "cluster.gpu_spec.", "memory_gib", k.memory_gib);
-    get_num(c, g, "cluster.gpu_spec.", "hbm_tbps", k.hbm_tbps);
-    get_num(c, g, "cluster.gpu_spec.", "nvlink_gbps", k.nvlink_gbps);
-  }
-  if (const toml::node* ns = cl->get("nic")) {
-    if (!ns->is_array_of_tables()) c.fail(*ns, "cluster.nic", "must be an array of tables ([[cluster.nic]])");
-    for (const auto& e : *ns->as_array()) {
-      const toml::table& n = *e.as_table();
-      check_keys(c, n, "cluster.nic.", {"name", "port", "gbps", "active", "gpu_path", "netdev", "gid_index"});
-      NicFacts f;
-      if (!get_str(c, n, "cluster.nic.", "name", f.name)) c.fail(n, "cluster.nic.name", "missing (e.g. \"mlx5_0\")");
-      get_int(c, n, "cluster.nic.", "port", f.port, 1, 255);
-      get_num(c, n, "cluster.nic.", "gbps", f.gbps);
-      get_bool(c, n, "cluster.nic.", "active", f.active);
-      get_str(c, n, "cluster.nic.", "gpu_path", f.gpu_path);
-      get_str(c, n, "cluster.nic.", "netdev", f.netdev);
-      int gid = 0;
-      if (get_int(c, n, "cluster.nic.", "gid_index", gid, 0, 255)) f.gid_index = gid;
-      k.nics.push_back(f);
-    }
-  }
-  apply_cluster_defaults(s, domain_given);
+  if (!cl && cluster == ClusterSource::File)
+    throw std::invalid_argument(origin + ":1:1: cluster: missing [cluster] table (gpu, nodes, gpus_per_node)");
+  if (cl) parse_cluster(c, *cl, s);
 
   if (const toml::table* p = sub(c, root, "parallel")) {
     check_keys(c, *p, "parallel.", {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "zero_stage", "recompute",
@@ -255,6 +261,7 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin) {
     if (get_bool(c, *p, "parallel.", "sequence_parallel", b)) q.sequence_parallel = b;
   }
 
+  if (cluster == ClusterSource::Caller) return s;  // the caller fills [cluster] and validates
   try {
     validate(s);
   } catch (const std::invalid_argument& e) {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "paratune/advisor/framework_args.h"
 #include "paratune/probe/probe.h"
 #include "plan_json.h"
 #include "scenario_builder.h"
@@ -18,17 +19,42 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
-Mode effective_mode(const OptionSpec& spec, const PluginConfig& config) {
-  return spec.mode.value_or(config.default_mode);
+policies::ModeDecision decide_job_mode(const OptionSpec* spec, const PluginConfig& config,
+                                       const policies::EffectivePolicy& policy, int gpus_per_node) {
+  policies::ModeRequest r;
+  r.option_given = spec != nullptr;
+  if (spec) r.user_mode = spec->mode;
+  r.gpus_per_node = gpus_per_node;
+  r.plugin_default_mode = config.default_mode;
+  r.plugin_on_by_default = config.enabled_by_default;
+  return policies::decide_mode(policy, r);
 }
 
 Decision decide(const DecisionInput& in) {
   Decision d;
-  d.mode = effective_mode(in.spec, in.config);
+  d.mode = in.mode;
   d.fingerprint = in.topology.fingerprint.empty() ? probe::compute_fingerprint(in.topology) : in.topology.fingerprint;
   d.scenario = build_scenario(in.spec, in.config, in.alloc, in.topology, in.scenario_text, d.notes);
-  d.plan = advisor::advise(d.scenario, in.limits);
+  // The site has the last word: its facts replace the probe's, its caps replace the user's constraints.
+  d.policy_changes = policies::apply_to_scenario(in.policy, d.scenario);
+  advisor::validate(d.scenario);
+  d.plan = advisor::advise(d.scenario, policies::search_limits(in.policy));
   return d;
+}
+
+EnvInjection policy_injection(const policies::EffectivePolicy& policy, const std::vector<EnvAssignment>& wanted) {
+  std::vector<advisor::EnvSetting> settings;
+  for (const auto& w : wanted) settings.push_back({w.name, w.value, w.reason});
+  const auto plan = policies::plan_env(policy, settings);
+  EnvInjection out;
+  for (const auto& e : plan.set_always) {
+    out.assignments.push_back({e.name, e.value, e.reason});
+    out.force.push_back(e.name);
+  }
+  for (const auto& e : plan.set_if_unset) out.assignments.push_back({e.name, e.value, e.reason});
+  out.unset = plan.unset;
+  out.changes = plan.changes;
+  return out;
 }
 
 std::vector<EnvAssignment> decision_env(const Decision& d, const std::string& plan_path, const std::string& report_path) {
@@ -51,7 +77,12 @@ std::vector<EnvAssignment> decision_env(const Decision& d, const std::string& pl
       {"PARATUNE_PREDICTED_TOKENS_PER_S", fixed(p.tokens_per_s, 0), "predicted tokens per second, whole job"},
       {"PARATUNE_FINGERPRINT", d.fingerprint, "topology fingerprint of the node the decision was made on"},
   };
-  if (!plan_path.empty()) env.push_back({"PARATUNE_PLAN", plan_path, "the plan file (JSON)"});
+  env.push_back({"PARATUNE_FRAMEWORK", advisor::to_string(d.plan.framework), "the framework the plan is for"});
+  if (!plan_path.empty()) {
+    env.push_back({"PARATUNE_PLAN", plan_path, "the plan file (JSON)"});
+    const auto dir = plan_path.substr(0, plan_path.find_last_of('/') + 1);
+    env.push_back({"PARATUNE_ARGS", dir + primary_args_file(d), "ready-to-use arguments for the framework"});
+  }
   if (!report_path.empty()) env.push_back({"PARATUNE_REPORT", report_path, "append throughput JSON lines here"});
   if (d.mode == Mode::Apply)
     for (const auto& e : d.plan.env) env.push_back({e.name, e.value, e.reason});
@@ -59,11 +90,37 @@ std::vector<EnvAssignment> decision_env(const Decision& d, const std::string& pl
 }
 
 nlohmann::json decision_json(const Decision& d) {
+  nlohmann::json changes = nlohmann::json::array();
+  for (const auto& c : d.policy_changes) changes.push_back({{"what", c.what}, {"reason", c.reason}});
   return {{"mode", to_string(d.mode)},
           {"fingerprint", d.fingerprint},
+          {"policy_changes", changes},
           {"scenario", to_json(d.scenario)},
           {"plan", to_json(d.plan)},
           {"notes", d.notes}};
+}
+
+std::string primary_args_file(const Decision& d) {
+  switch (d.plan.framework) {
+    case advisor::Framework::Megatron: return "megatron.args";
+    case advisor::Framework::Nemo: return "nemo.args";
+    case advisor::Framework::DeepSpeed: return "deepspeed.json";
+    case advisor::Framework::Torchtitan: return "torchtitan.toml";
+    case advisor::Framework::Fsdp: return "fsdp.args";
+  }
+  return "megatron.args";
+}
+
+std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d) {
+  const auto args = advisor::framework_args(d.scenario, d.plan);
+  auto line = [](const std::string& s) { return s.empty() || s.back() == '\n' ? s : s + "\n"; };
+  return {{"plan.json", decision_json(d).dump(2) + "\n"},
+          {"megatron.args", line(args.megatron)},
+          {"nemo.args", line(args.nemo)},
+          {"deepspeed.json", line(args.deepspeed_json)},
+          {"torchtitan.toml", line(args.torchtitan_toml)},
+          {"fsdp.args", line(args.fsdp)},
+          {"torchrun.args", line(args.torchrun)}};
 }
 
 }  // namespace paratune::job

@@ -22,7 +22,8 @@ struct DecisionInput {
   Allocation alloc;
   probe::Topology topology;
   std::string scenario_text;            // content of @FILE, read by the caller as the job's user
-  advisor::SearchLimits limits;         // from the site policy
+  policies::EffectivePolicy policy;     // the site policy for the job's partition (default: none)
+  Mode mode = Mode::Apply;              // as decided by policies::decide_mode
 };
 
 struct Decision {
@@ -31,18 +32,37 @@ struct Decision {
   advisor::Plan plan;
   std::string fingerprint;
   std::vector<std::string> notes;       // what was assumed or inferred on the way
+  std::vector<policies::PolicyChange> policy_changes;  // every change the site policy made, with its reason
 };
+
+// The mode for a job: the option, the plugstack defaults and the site policy (which has the last word).
+policies::ModeDecision decide_job_mode(const OptionSpec* spec, const PluginConfig& config,
+                                       const policies::EffectivePolicy& policy, int gpus_per_node);
 
 // Throws (std::exception) on any problem; the plugin catches and fails open.
 Decision decide(const DecisionInput& in);
 
-// The mode the option and the plugin configuration ask for.
-Mode effective_mode(const OptionSpec& spec, const PluginConfig& config);
-
 // The variables of the environment contract (PARATUNE_*), plus NCCL_*/CUDA_* in apply mode.
 std::vector<EnvAssignment> decision_env(const Decision& d, const std::string& plan_path, const std::string& report_path);
 
+// What to do to the job's environment once the site policy has had its say: `wanted` are the decision's
+// variables (empty when paratune itself is off but the policy's env rules still apply).
+struct EnvInjection {
+  std::vector<EnvAssignment> assignments;
+  std::vector<std::string> force;    // names whose user value is replaced
+  std::vector<std::string> unset;    // names removed from the job env
+  std::vector<policies::PolicyChange> changes;
+};
+EnvInjection policy_injection(const policies::EffectivePolicy& policy, const std::vector<EnvAssignment>& wanted);
+
 // The plan file's content ($PARATUNE_PLAN).
 nlohmann::json decision_json(const Decision& d);
+
+// The files written beside the plan: plan.json and ready-to-use framework arguments
+// (megatron.args, nemo.args, deepspeed.json, torchtitan.toml, fsdp.args, torchrun.args). Name → content.
+std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d);
+
+// The file among decision_files() that holds the arguments of the plan's own framework.
+std::string primary_args_file(const Decision& d);
 
 }  // namespace paratune::job

@@ -90,22 +90,6 @@ void apply_key(OptionSpec& spec, std::string_view token) {
 
 }  // namespace
 
-const char* to_string(Mode m) {
-  switch (m) {
-    case Mode::Apply: return "apply";
-    case Mode::Suggest: return "suggest";
-    case Mode::Off: return "off";
-  }
-  return "?";
-}
-
-Mode mode_from_string(const std::string& s) {
-  if (s == "apply") return Mode::Apply;
-  if (s == "suggest") return Mode::Suggest;
-  if (s == "off") return Mode::Off;
-  throw std::invalid_argument("unknown mode '" + s + "'; valid modes: apply, suggest, off");
-}
-
 OptionSpec parse_option_spec(std::string_view text) {
   OptionSpec spec;
   spec.raw = std::string(text.substr(0, kMaxSpecLength));

@@ -13,11 +13,14 @@
 #include <string>
 #include <string_view>
 
+#include "paratune/policies/policy.h"
+
 namespace paratune::job {
 
-enum class Mode { Apply, Suggest, Off };
-const char* to_string(Mode m);
-Mode mode_from_string(const std::string& s);  // throws std::invalid_argument listing the valid modes
+// One notion of mode for the option, the plugstack default and the site policy.
+using Mode = policies::Mode;
+using policies::mode_from_string;  // throws std::invalid_argument listing the valid modes
+using policies::to_string;
 
 struct SpecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;

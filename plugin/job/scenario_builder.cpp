@@ -20,7 +20,9 @@ int path_rank(const std::string& p) {
 }
 
 advisor::Fabric fabric_of(const probe::Nic& nic) {
-  if (nic.name.rfind("rdmap", 0) == 0) return advisor::Fabric::Efa;
+  // EFA: Amazon's PCI vendor id (probe names them rdmapNsM live, efaK from NCCL topology files).
+  if (nic.vendor_id == 0x1d0f || nic.name.rfind("rdmap", 0) == 0 || nic.name.rfind("efa", 0) == 0)
+    return advisor::Fabric::Efa;
   if (nic.name.rfind("hfi1", 0) == 0) return advisor::Fabric::OmniPath;
   if (nic.name.rfind("cxi", 0) == 0 || nic.name.rfind("bxi", 0) == 0) return advisor::Fabric::Slingshot;
   if (nic.link_layer && *nic.link_layer == "ethernet") return advisor::Fabric::RoCE;
@@ -121,7 +123,7 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
                                  std::vector<std::string>& notes) {
   advisor::Scenario s;
   if (!spec.scenario_file.empty()) {
-    s = advisor::parse_scenario_toml(scenario_text, spec.scenario_file);
+    s = advisor::parse_scenario_toml(scenario_text, spec.scenario_file, advisor::ClusterSource::Caller);
     notes.push_back("scenario from " + spec.scenario_file + "; [cluster] replaced by the probed node and allocation");
   } else {
     const std::string preset = spec.model.value_or(config.default_model);
@@ -132,8 +134,10 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.framework) s.training.framework = advisor::framework_from_string(*spec.framework);
   if (spec.precision) {
     s.training.precision = advisor::precision_from_string(*spec.precision);
-  } else if (spec.scenario_file.empty() && advisor::is_gpu_key(s.cluster.gpu) && !advisor::gpu_spec(s.cluster.gpu).bf16) {
-    // The user asked for no precision: pick what the GPU can do (V100, T4 have FP16 but no BF16 tensor cores).
+  } else if (s.training.precision == advisor::Precision::Bf16 && advisor::is_gpu_key(s.cluster.gpu) &&
+             !advisor::gpu_spec(s.cluster.gpu).bf16) {
+    // No precision on the command line, BF16 by default or from a scenario file written for another machine:
+    // plan for what this GPU can do (V100, T4 have FP16 but no BF16 tensor cores).
     s.training.precision = advisor::Precision::Fp16;
     notes.push_back(s.cluster.gpu + " has no BF16 tensor cores: planning for FP16 mixed precision");
   }

@@ -19,6 +19,8 @@ json assignments(const std::vector<EnvAssignment>& v) {
 json tuning_record(const JobIdentity& job, const OptionSpec& spec, const Decision& d, const EnvOutcome& env,
                    long long end_time_unix) {
   const auto& p = d.plan.prediction;
+  json changes = json::array();
+  for (const auto& c : d.policy_changes) changes.push_back({{"what", c.what}, {"reason", c.reason}});
   return {{"version", 1},
           {"time", end_time_unix},
           {"job_id", job.job_id},
@@ -40,6 +42,9 @@ json tuning_record(const JobIdentity& job, const OptionSpec& spec, const Decisio
                          {"memory_gib_per_gpu", p.memory_gib_per_gpu}}},
           {"env_set", assignments(env.set)},
           {"env_kept", assignments(env.kept)},
+          {"env_replaced", assignments(env.replaced)},
+          {"env_removed", assignments(env.removed)},
+          {"policy_changes", changes},
           {"notes", d.notes}};
 }
 

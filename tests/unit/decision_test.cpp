@@ -17,6 +17,7 @@ DecisionInput input(const std::string& spec) {
   in.alloc.nodes = 2;
   in.alloc.gpus_on_node = 8;
   in.topology = fixtures::dgx_a100_like();
+  in.mode = decide_job_mode(&in.spec, in.config, in.policy, 8).mode;
   return in;
 }
 
@@ -24,6 +25,12 @@ std::set<std::string> names(const std::vector<EnvAssignment>& env) {
   std::set<std::string> out;
   for (const auto& e : env) out.insert(e.name);
   return out;
+}
+
+std::map<std::string, std::string> kv_of(const std::vector<EnvAssignment>& env) {
+  std::map<std::string, std::string> kv;
+  for (const auto& e : env) kv[e.name] = e.value;
+  return kv;
 }
 
 }  // namespace
@@ -46,11 +53,12 @@ TEST(Decision, EnvironmentContract) {
                         "PARATUNE_MICRO_BATCH", "PARATUNE_GLOBAL_BATCH", "PARATUNE_GRAD_ACCUM",
                         "PARATUNE_ZERO_STAGE", "PARATUNE_RECOMPUTE", "PARATUNE_SEQUENCE_PARALLEL",
                         "PARATUNE_PREDICTED_STEP_S", "PARATUNE_PREDICTED_TOKENS_PER_S", "PARATUNE_FINGERPRINT",
-                        "PARATUNE_PLAN", "PARATUNE_REPORT"})
+                        "PARATUNE_PLAN", "PARATUNE_REPORT", "PARATUNE_FRAMEWORK", "PARATUNE_ARGS"})
     EXPECT_TRUE(n.count(v)) << v;
   // Every variable carries a reason, and apply mode adds the advisor's NCCL/CUDA settings.
   for (const auto& e : env) EXPECT_FALSE(e.reason.empty()) << e.name;
-  EXPECT_EQ(env.size(), 16 + d.plan.env.size());
+  EXPECT_EQ(env.size(), 18 + d.plan.env.size());
+  EXPECT_EQ(kv_of(env)["PARATUNE_ARGS"], "/x/megatron.args");
   std::map<std::string, std::string> kv;
   for (const auto& e : env) kv[e.name] = e.value;
   EXPECT_EQ(std::stoi(kv["PARATUNE_GLOBAL_BATCH"]),
@@ -77,4 +85,72 @@ TEST(Decision, PlanFileCarriesScenarioAndPlan) {
   EXPECT_EQ(j["scenario"]["cluster"]["nodes"], 2);
   EXPECT_EQ(j["plan"]["layout"]["tp"], d.plan.layout.tp);
   EXPECT_TRUE(j["plan"]["prediction"].contains("breakdown"));
+}
+
+TEST(Decision, FrameworkArgumentFilesMatchThePlan) {
+  auto d = decide(input("llama3-8b,gbs=256,tp=2"));
+  const auto list = decision_files(d);
+  std::map<std::string, std::string> files(list.begin(), list.end());
+  ASSERT_EQ(files.size(), 7u);
+  EXPECT_NE(files["megatron.args"].find("--tensor-model-parallel-size 2"), std::string::npos) << files["megatron.args"];
+  auto ds = nlohmann::json::parse(files["deepspeed.json"]);
+  EXPECT_TRUE(ds.contains("train_batch_size") || ds.contains("zero_optimization")) << ds.dump();
+  EXPECT_EQ(nlohmann::json::parse(files["plan.json"])["plan"]["layout"]["tp"], 2);
+  EXPECT_EQ(primary_args_file(d), "megatron.args");
+}
+
+// The site policy has the last word (policy text in the shape of the policy issue's example).
+namespace {
+policies::EffectivePolicy site_policy(const std::string& partition) {
+  const char* text = R"(
+[defaults]
+mode = "apply"
+[defaults.env]
+force = { NCCL_IB_HCA = "mlx5_0:1,mlx5_1:1" }
+default = { NCCL_IB_TIMEOUT = "22" }
+forbid = ["NCCL_NVLS_ENABLE"]
+[defaults.limits]
+max_tp = 8
+zero_stages = [0, 1, 2]
+[partition.opa]
+limits = { max_tp = 4, zero_stages = [1] }
+[partition.debug]
+max_mode = "suggest"
+)";
+  return policies::resolve(policies::parse_policy(text, "site.toml"), partition);
+}
+}  // namespace
+
+TEST(DecisionWithPolicy, CapsOverrideTheUsersKeys) {
+  auto in = input("llama3-8b,gbs=256,tp=8,zero=3");
+  in.policy = site_policy("opa");
+  auto d = decide(in);
+  EXPECT_LE(d.plan.layout.tp, 4);
+  EXPECT_EQ(d.plan.layout.zero_stage, 1);
+  ASSERT_FALSE(d.policy_changes.empty());
+  EXPECT_EQ(decision_json(d)["policy_changes"].size(), d.policy_changes.size());
+}
+
+TEST(DecisionWithPolicy, ForcedReplacesForbiddenIsRemovedDefaultOnlyIfUnset) {
+  auto in = input("llama3-8b,gbs=256");
+  in.policy = site_policy("");
+  auto d = decide(in);
+  MapEnvironment env(std::map<std::string, std::string>{
+      {"NCCL_IB_HCA", "foo"}, {"NCCL_NVLS_ENABLE", "1"}, {"NCCL_IB_TIMEOUT", "14"}});
+  auto inj = policy_injection(in.policy, decision_env(d, "/x/plan.json", "/x/report.jsonl"));
+  auto out = inject(env, inj.assignments, inj.force, inj.unset);
+  EXPECT_EQ(*env.get("NCCL_IB_HCA"), "mlx5_0:1,mlx5_1:1");
+  EXPECT_FALSE(env.get("NCCL_NVLS_ENABLE"));
+  EXPECT_EQ(*env.get("NCCL_IB_TIMEOUT"), "14");  // a default never replaces the user's value
+  ASSERT_EQ(out.replaced.size(), 1u);
+  EXPECT_EQ(out.replaced[0].value, "foo");
+  ASSERT_EQ(out.removed.size(), 1u);
+  EXPECT_EQ(out.removed[0].name, "NCCL_NVLS_ENABLE");
+  EXPECT_TRUE(env.get("PARATUNE_TP"));
+}
+
+TEST(DecisionWithPolicy, MaxModeLowersTheUsersApply) {
+  auto spec = parse_option_spec("llama3-8b,mode=apply");
+  auto md = decide_job_mode(&spec, PluginConfig{}, site_policy("debug"), 8);
+  EXPECT_EQ(md.mode, Mode::Suggest);
 }

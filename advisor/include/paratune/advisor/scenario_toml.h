@@ -11,8 +11,13 @@
 
 namespace paratune::advisor {
 
+// Where the cluster comes from: the file's [cluster] table (the CLI), or the caller (the plugin, which fills it
+// from the probed node and the allocation, then validates): then [cluster] may be absent and no validate() runs.
+enum class ClusterSource { File, Caller };
+
 Scenario load_scenario_toml(const std::string& path);
-Scenario parse_scenario_toml(std::string_view text, const std::string& origin);
+Scenario parse_scenario_toml(std::string_view text, const std::string& origin,
+                             ClusterSource cluster = ClusterSource::File);
 
 // Fill ClusterSpec defaults that depend on the GPU (nvlink_domain, nvls) when the file did not give them.
 void apply_cluster_defaults(Scenario& s, bool nvlink_domain_given);
