@@ -8,6 +8,7 @@
 // site policy says on_error = "closed", the only way paratune ever fails a job.
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 
 #include "contexts.h"
 #include "job/allocation.h"
+#include "job/bounded_probe.h"
 #include "job/decision.h"
 #include "job/plan_json.h"
 #include "job/safe_file.h"
@@ -40,6 +42,14 @@ std::string step_name(unsigned step) {
   if (step == kBatchStep) return "batch";
   if (step == kExternStep) return "extern";
   return std::to_string(step);
+}
+
+// The job user's name for the log (the batch step's environment may not carry SLURM_JOB_USER yet).
+std::string user_name(uid_t uid) {
+  struct passwd pw {}, *found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found) return found->pw_name;
+  return std::to_string(uid);
 }
 
 // A failure inside a callback: fail open (log, job untouched) unless the site policy says on_error = closed.
@@ -138,7 +148,7 @@ int post_opt(spank_t sp) {
   s.job.job_id = std::to_string(item<uint32_t>(sp, S_JOB_ID, 0));
   s.job.step_id = step_name(step);
   s.job.uid = item<uid_t>(sp, S_JOB_UID, 0);
-  s.job.user = env.get("SLURM_JOB_USER").value_or(std::to_string(s.job.uid));
+  s.job.user = env.get("SLURM_JOB_USER").value_or(user_name(s.job.uid));
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
   const job::Allocation alloc = job::allocation_from_env(env);
@@ -171,7 +181,7 @@ int post_opt(spank_t sp) {
   probe::CacheOptions cache;
   cache.path = s.config.cache;
   probe::CacheResult cached;
-  s.topology = probe::probe_cached(opts, cache, &cached);
+  s.topology = job::probe_with_deadline(opts, cache, s.config.probe_timeout_ms, &cached);
   log().debug("probe: {} ({})", cached.hit ? "cache hit" : "probed", cached.reason);
 
   // srun steps inside a batch script inherit the batch step's decision: one decision per job.

@@ -4,7 +4,7 @@ namespace paratune::job {
 
 namespace {
 
-constexpr const char* kValidKeys = "topology, policy, log_dir, cache, job_dir, default_mode, default_model, on_by_default";
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms";
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
@@ -44,6 +44,18 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
       c.default_mode = mode_from_string(value);
     } else if (key == "default_model") {
       c.default_model = value;
+    } else if (key == "probe_timeout_ms") {
+      int v = 0;
+      try {
+        size_t used = 0;
+        v = std::stoi(value, &used);
+        if (used != value.size()) v = -1;
+      } catch (const std::exception&) {
+        v = -1;
+      }
+      if (v < 100 || v > 600000)
+        throw ConfigError("plugstack argument '" + arg + "': probe_timeout_ms must be 100 ... 600000");
+      c.probe_timeout_ms = v;
     } else if (key == "on_by_default") {
       c.enabled_by_default = parse_bool(key, value);
     } else {

@@ -23,6 +23,7 @@ struct PluginConfig {
   Mode default_mode = Mode::Apply;               // default_mode=apply|suggest
   std::string default_model = "llama3-8b";       // default_model=PRESET: what bare --paratune means
   bool enabled_by_default = false;               // on_by_default=yes: decide even without --paratune
+  int probe_timeout_ms = 10000;                  // probe_timeout_ms=N: bound on probing in a job step
 };
 
 // Parse plugstack.conf arguments ("key=value" each). Throws ConfigError naming the argument and the valid keys.

@@ -31,5 +31,5 @@ line=$(grep "\"job_id\":\"$job\"" "$LOG_DIR/tuning.jsonl")
 check "tuning-log line is JSON with the job's plan and prediction" python3 -c "
 import json,sys; r=json.loads(sys.argv[1])
 assert r['option']=='llama3-8b' and r['plan']['tp']==$tp and r['predicted']['step_time_s']>0 and r['fingerprint']
-assert r['gpus_per_node']==8 and r['nodes']==1" "$line"
+assert r['gpus_per_node']==8 and r['nodes']==1 and r['user']=='root'" "$line"
 finish

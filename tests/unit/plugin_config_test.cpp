@@ -26,6 +26,11 @@ TEST(PluginConfig, AllKeys) {
   EXPECT_EQ(c.cache, "/run/pt.json");
 }
 
+TEST(PluginConfig, ProbeTimeout) {
+  EXPECT_EQ(parse_plugin_config({}).probe_timeout_ms, 10000);
+  EXPECT_EQ(parse_plugin_config({"probe_timeout_ms=2500"}).probe_timeout_ms, 2500);
+}
+
 TEST(PluginConfig, BuiltinTopology) {
   EXPECT_EQ(parse_plugin_config({"topology=builtin:nvidia-dgx2"}).topology, "builtin:nvidia-dgx2");
 }
@@ -45,4 +50,6 @@ TEST(PluginConfig, Errors) {
   expect_error({"log_dir=relative/dir"}, "absolute path");
   expect_error({"default_mode=off"}, "apply or suggest");
   expect_error({"on_by_default=perhaps"}, "yes|no");
+  expect_error({"probe_timeout_ms=5"}, "100 ... 600000");
+  expect_error({"probe_timeout_ms=10s"}, "100 ... 600000");
 }
