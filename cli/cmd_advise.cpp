@@ -16,6 +16,7 @@
 #include "paratune/advisor/scenario_toml.h"
 #include "paratune/probe/probe.h"
 #include "job/scenario_builder.h"
+#include "paratune/policies/policy.h"
 
 namespace paratune::cli::advisor_cli {
 
@@ -145,6 +146,7 @@ using namespace advisor_cli;
 
 const char* kHelp =
     "usage: paratune advise --scenario FILE [--top N] [--json] [--all-frameworks] [--topology FILE]\n"
+    "                       [--policy FILE [--partition P]]\n"
     "\n"
     "Search every valid layout (TP, PP, DP, CP, virtual stages, ZeRO/FSDP, micro-batch, recompute) for the\n"
     "scenario, prune by memory, rank by predicted step time. Prints the best plan, its prediction, the NCCL/CUDA\n"
@@ -156,11 +158,23 @@ const char* kHelp =
     "  --json             machine-readable output\n"
     "  --all-frameworks   also search megatron, deepspeed, fsdp and torchtitan, not only [training] framework\n"
     "  --topology FILE    take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)\n"
+    "  --policy FILE      apply a site policy (its facts, caps and env rules) as the plugin would\n"
+    "  --partition P      the partition whose [partition.P] section applies (default: [defaults] only)\n"
     "\n"
     "exit status: 0 ok, 2 bad input (FILE:LINE:COL: field: what is valid), 3 nothing fits (says what would)\n";
 
+nlohmann::json policy_json(const std::string& file, const std::string& partition, const policies::EffectivePolicy& p,
+                           const std::vector<policies::PolicyChange>& changes) {
+  if (file.empty()) return nullptr;
+  nlohmann::json out = {{"file", file}, {"partition", partition}, {"forbidden", p.env.forbid}};
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& c : changes) list.push_back({{"what", c.what}, {"reason", c.reason}});
+  out["changes"] = list;
+  return out;
+}
+
 int run(const std::vector<std::string>& args) {
-  std::string scenario, topology;
+  std::string scenario, topology, policy_file, partition;
   bool as_json = false;
   SearchLimits limits;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -170,6 +184,8 @@ int run(const std::vector<std::string>& args) {
     else if (a == "--all-frameworks") limits.all_frameworks = true;
     else if ((a == "--scenario" || a == "-s") && i + 1 < args.size()) scenario = args[++i];
     else if (a == "--topology" && i + 1 < args.size()) topology = args[++i];
+    else if (a == "--policy" && i + 1 < args.size()) policy_file = args[++i];
+    else if (a == "--partition" && i + 1 < args.size()) partition = args[++i];
     else if (a == "--top" && i + 1 < args.size()) {
       const std::string& v = args[++i];
       char* end = nullptr;
@@ -191,9 +207,30 @@ int run(const std::vector<std::string>& args) {
   Scenario s;
   std::vector<std::string> notes;
   Plan plan;
+  policies::EffectivePolicy policy;
+  std::vector<policies::PolicyChange> changes;
   try {
+    if (!policy_file.empty()) policy = policies::resolve(policies::load_policy(policy_file), partition);
     s = load_scenario(scenario, topology, notes);
+    if (!policy_file.empty()) {
+      // The site has the last word, exactly as in the plugin: facts and caps first, env rules on the result.
+      changes = policies::apply_to_scenario(policy, s);
+      validate(s);
+      SearchLimits site = policies::search_limits(policy);
+      site.top_n = limits.top_n;
+      site.all_frameworks = limits.all_frameworks;
+      limits = site;
+    }
     plan = advise(s, limits);
+    if (!policy_file.empty()) {
+      const auto env_plan = policies::plan_env(policy, plan.env);
+      plan.env = env_plan.set_always;
+      plan.env.insert(plan.env.end(), env_plan.set_if_unset.begin(), env_plan.set_if_unset.end());
+      changes.insert(changes.end(), env_plan.changes.begin(), env_plan.changes.end());
+    }
+  } catch (const policies::PolicyError& e) {
+    std::fprintf(stderr, "paratune advise: %s\n", e.what());
+    return kBadInput;
   } catch (const NothingFits& e) {
     if (as_json) {
       std::printf("%s\n", nlohmann::json{{"error", "nothing fits"}, {"message", e.what()}}.dump(2).c_str());
@@ -226,6 +263,7 @@ int run(const std::vector<std::string>& args) {
                                             {"torchtitan_toml", fa.torchtitan_toml}, {"fsdp", fa.fsdp},
                                             {"torchrun", fa.torchrun}}},
                         {"alternatives", alts},
+                        {"policy", policy_json(policy_file, partition, policy, changes)},
                         {"candidates_evaluated", plan.candidates_evaluated},
                         {"search_seconds", plan.search_seconds},
                         {"notes", notes}};
@@ -263,6 +301,11 @@ int run(const std::vector<std::string>& args) {
               fa.nemo.c_str(), fa.fsdp.c_str(), fa.torchrun.c_str());
   std::printf("  deepspeed config:\n%s", fa.deepspeed_json.c_str());
   std::printf("  torchtitan:\n%s", fa.torchtitan_toml.c_str());
+  if (!policy_file.empty()) {
+    std::printf("\nsite policy %s (partition %s):\n", policy_file.c_str(), partition.empty() ? "-" : partition.c_str());
+    for (const auto& c : changes) std::printf("  %s\n", policies::describe(c).c_str());
+    if (changes.empty()) std::printf("  no change to this plan\n");
+  }
   std::printf("\n%lld candidates evaluated in %.3f s\n", plan.candidates_evaluated, plan.search_seconds);
   for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
   return kOk;

@@ -14,6 +14,7 @@ int remote_init(spank_t sp, int ac, char** av);
 int remote_post_opt(spank_t sp, int ac, char** av);
 int remote_user_init(spank_t sp, int ac, char** av);
 int remote_task_init(spank_t sp, int ac, char** av);
+int remote_task_exit(spank_t sp, int ac, char** av);
 int remote_exit(spank_t sp, int ac, char** av);
 
 // ctx_slurmd.cpp — slurmd at start: probe the node once into the root-owned cache.

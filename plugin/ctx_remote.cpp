@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,6 +21,9 @@
 #include "job/bounded_probe.h"
 #include "job/decision.h"
 #include "job/plan_json.h"
+#include "job/report_reader.h"
+#include "paratune/tuning/report.h"
+#include "paratune/tuning/tuning_log.h"
 #include "job/safe_file.h"
 #include "job/tuning_record.h"
 #include "paratune/probe/probe.h"
@@ -31,6 +35,7 @@ namespace paratune::plugin {
 namespace {
 
 constexpr size_t kMaxScenarioBytes = 1 << 20;
+constexpr int kReportTimeoutMs = 5000;
 
 template <typename T>
 T item(spank_t sp, spank_item_t which, T fallback) {
@@ -145,12 +150,14 @@ int post_opt(spank_t sp) {
   if (step == kExternStep) return 0;
 
   SpankEnvironment env(sp);
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
   s.job.job_id = std::to_string(item<uint32_t>(sp, S_JOB_ID, 0));
   s.job.step_id = step_name(step);
   s.job.uid = item<uid_t>(sp, S_JOB_UID, 0);
+  s.job.gid = item<gid_t>(sp, S_JOB_GID, 0);
+  s.job.nodelist = env.get("SLURM_JOB_NODELIST").value_or(s.job.hostname);
   s.job.user = env.get("SLURM_JOB_USER").value_or(user_name(s.job.uid));
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
   const job::Allocation alloc = job::allocation_from_env(env);
   s.job.partition = alloc.partition;
   s.job.nodes = alloc.nodes;
@@ -229,6 +236,7 @@ int user_init(spank_t sp) {
   const std::string dir = write_job_files(d, s.job.job_id, in.alloc.submit_dir);
   inj = job::policy_injection(s.policy, job::decision_env(d, dir + "/plan.json", dir + "/report.jsonl"));
   s.env_outcome = job::inject(env, inj.assignments, inj.force, inj.unset);
+  s.report_path = env.get("PARATUNE_REPORT").value_or("");
 
   const auto& l = d.plan.layout;
   log().info("job {} step {}: {} on {}x{} {}: {} tp={} pp={} dp={} cp={} vpp={} mbs={} zero={} recompute={} "
@@ -266,6 +274,22 @@ void write_tuning_line(const std::string& line) {
   ::fchmodat(dir.get(), name.c_str(), mode, 0);
 }
 
+// What the job achieved, from its report: read as the job's user in a bounded child. A bad report never stops
+// the line from being written; it is recorded as "report": "invalid: ...".
+void add_report(nlohmann::json& line) {
+  auto& s = state();
+  std::optional<tuning::ReportSummary> summary;
+  if (!s.report_path.empty()) {
+    const auto file = job::read_report_as_user(s.report_path, s.job.uid, s.job.gid, kReportTimeoutMs);
+    if (!file.missing) {
+      tuning::ReportSummary bad;
+      bad.invalid_reason = file.error;
+      summary = file.content ? tuning::summarize_report(*file.content, file.truncated) : bad;
+    }
+  }
+  tuning::add_achieved(line, summary, s.policy.suspect_ratio, tuning::expand_hostlist(s.job.nodelist));
+}
+
 }  // namespace
 
 int remote_init(spank_t sp, int ac, char** av) {
@@ -301,11 +325,25 @@ int remote_task_init(spank_t, int, char**) {
   ::_exit(1);
 }
 
+int remote_task_exit(spank_t sp, int, char**) {
+  // How the step ended, for the tuning log: the worst task status of this node wins.
+  auto& s = state();
+  int status = 0;
+  if (!s.decision || spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS) return 0;
+  std::string st = "completed";
+  if (WIFSIGNALED(status)) st = "killed (signal " + std::to_string(WTERMSIG(status)) + ")";
+  else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) st = "failed (exit " + std::to_string(WEXITSTATUS(status)) + ")";
+  if (s.job.state.empty() || s.job.state == "completed") s.job.state = st;
+  return 0;
+}
+
 int remote_exit(spank_t sp, int, char**) {
   auto& s = state();
   if (!s.decision) return 0;
+  if (s.job.state.empty()) s.job.state = "unknown";
   if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return 0;  // one line per job: node 0 writes it
-  const auto line = job::tuning_record(s.job, *s.spec, *s.decision, s.env_outcome, std::time(nullptr));
+  auto line = job::tuning_record(s.job, *s.spec, *s.decision, s.env_outcome, std::time(nullptr));
+  add_report(line);
   write_tuning_line(line.dump());
   log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
   return 0;

@@ -30,6 +30,7 @@ struct PluginState {
   bool policy_env_only = false;              // paratune is off but the policy's env rules still apply
   std::string fail_closed;                   // on_error = "closed" and something failed: task_init fails the step
   bool deciding_step = false;
+  std::string report_path;                   // $PARATUNE_REPORT as the job has it (the user may have set it)
   std::optional<probe::Topology> topology;
   job::JobIdentity job;
   std::optional<job::Decision> decision;

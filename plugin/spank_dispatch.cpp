@@ -79,6 +79,10 @@ PARATUNE_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   return guarded("task_init", [&] { return paratune::plugin::remote_task_init(sp, ac, av); });
 }
 
+PARATUNE_EXPORT int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
+  return guarded("task_exit", [&] { return paratune::plugin::remote_task_exit(sp, ac, av); });
+}
+
 PARATUNE_EXPORT int slurm_spank_exit(spank_t sp, int ac, char** av) {
   if (spank_context() != S_CTX_REMOTE) return 0;
   return guarded("exit", [&] { return paratune::plugin::remote_exit(sp, ac, av); });

@@ -1,33 +1,24 @@
 #include "plan_json.h"
 
+#include "paratune/tuning/scenario_json.h"
+
 namespace paratune::job {
 
 using nlohmann::json;
 
+// The scenario and layout forms are the tuning library's, so that `paratune log`/`calibrate` read back exactly
+// what the plugin wrote; the plan file adds the NIC list and the cloud the probe found.
 json to_json(const advisor::Scenario& s) {
-  const auto& m = s.model;
-  const auto& c = s.cluster;
+  json j = tuning::scenario_to_json(s);
   json nics = json::array();
-  for (const auto& n : c.nics)
+  for (const auto& n : s.cluster.nics)
     nics.push_back({{"name", n.name}, {"port", n.port}, {"gbps", n.gbps}, {"active", n.active}, {"gpu_path", n.gpu_path}});
-  return {
-      {"model", {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
-                 {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab}, {"seq_len", m.seq_len},
-                 {"gated_mlp", m.gated_mlp}}},
-      {"training", {{"global_batch", s.training.global_batch}, {"precision", advisor::to_string(s.training.precision)},
-                    {"framework", advisor::to_string(s.training.framework)}}},
-      {"cluster", {{"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},
-                   {"nvlink_domain", c.nvlink_domain}, {"nic_count", c.nic_count}, {"nic_gbps", c.nic_gbps},
-                   {"fabric", advisor::to_string(c.fabric)}, {"gpu_nic_path", c.gpu_nic_path}, {"nics", nics},
-                   {"cloud", c.cloud ? json(*c.cloud) : json(nullptr)}}},
-  };
+  j["cluster"]["nics"] = nics;
+  j["cluster"]["cloud"] = s.cluster.cloud ? json(*s.cluster.cloud) : json(nullptr);
+  return j;
 }
 
-json to_json(const advisor::Layout& l) {
-  return {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"virtual_stages", l.virtual_stages},
-          {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage},
-          {"recompute", advisor::to_string(l.recompute)}, {"sequence_parallel", l.sequence_parallel}};
-}
+json to_json(const advisor::Layout& l) { return tuning::layout_to_json(l); }
 
 json to_json(const advisor::Prediction& p) {
   const auto& b = p.breakdown;

@@ -30,6 +30,8 @@ json tuning_record(const JobIdentity& job, const OptionSpec& spec, const Decisio
           {"partition", job.partition},
           {"host", job.hostname},
           {"nodes", job.nodes},
+          {"node_list", job.nodelist},
+          {"state", job.state},
           {"gpus_per_node", job.gpus_on_node},
           {"gpu_model", d.scenario.cluster.gpu},
           {"fingerprint", d.fingerprint},

@@ -62,7 +62,8 @@ start() {
   # A private munge with its own key and socket, so a host munged (if any) is left alone.
   if ! alive "$dir/munge/munged.pid"; then
     [ -f "$dir/munge/munge.key" ] || { dd if=/dev/urandom of="$dir/munge/munge.key" bs=1 count=1024 status=none; }
-    chmod 0700 "$dir/munge"; chmod 0400 "$dir/munge/munge.key"
+    # The socket must be reachable by job users (tests submit as nobody); the key stays root-only.
+    chmod 0755 "$dir/munge"; chmod 0400 "$dir/munge/munge.key"
     munged --force --socket="$dir/munge/munge.socket" --pid-file="$dir/munge/munged.pid" \
       --key-file="$dir/munge/munge.key" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/seed" \
       >/dev/null 2>&1 || die "munged did not start; see $dir/log/munged.log"

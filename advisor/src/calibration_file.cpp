@@ -1,0 +1,186 @@
+// Reading and writing the site calibration file (TOML), and applying it to the model's parameters.
+#include "paratune/advisor/calibration_file.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <toml++/toml.h>
+
+#include "paratune/advisor/catalog.h"
+
+namespace paratune::advisor {
+
+namespace {
+
+constexpr double kScaleMin = 0.05, kScaleMax = 5.0;  // a multiplier outside this is a broken file, not a site
+
+std::string where(const std::string& origin, const toml::node& n) {
+  const auto& b = n.source().begin;
+  return origin + ":" + std::to_string(b.line) + ":" + std::to_string(b.column);
+}
+
+[[noreturn]] void fail(const std::string& origin, const toml::node& n, const std::string& field, const std::string& what) {
+  throw std::invalid_argument(where(origin, n) + ": " + field + ": " + what);
+}
+
+double number(const std::string& origin, const toml::node& n, const std::string& field, double lo, double hi) {
+  double v = 0;
+  if (n.is_integer()) v = double(n.as_integer()->get());
+  else if (n.is_floating_point()) v = n.as_floating_point()->get();
+  else fail(origin, n, field, "must be a number");
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    char b[128];
+    std::snprintf(b, sizeof b, "must be between %g and %g; got %g", lo, hi, v);
+    fail(origin, n, field, b);
+  }
+  return v;
+}
+
+std::string text(const std::string& origin, const toml::node& n, const std::string& field) {
+  if (!n.is_string()) fail(origin, n, field, "must be a string");
+  return n.as_string()->get();
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;  // no control characters in our own output
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  std::string s = b;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep TOML floats floats
+  return s;
+}
+
+}  // namespace
+
+Calibration parse_calibration(std::string_view toml_text, const std::string& origin) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    throw std::invalid_argument(origin + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
+                                std::string(e.description()));
+  }
+  Calibration c;
+  for (const auto& [k, v] : root) {
+    const std::string key(k.str());
+    if (key == "version") {
+      c.version = int(number(origin, v, "version", 1, 1));
+    } else if (key == "generated") {
+      c.generated = text(origin, v, key);
+    } else if (key == "source") {
+      c.source = text(origin, v, key);
+    } else if (key == "entry") {
+      if (!v.is_array_of_tables()) fail(origin, v, "entry", "must be an array of tables ([[entry]])");
+      int i = 0;
+      for (const auto& item : *v.as_array()) {
+        const auto& t = *item.as_table();
+        const std::string p = "entry[" + std::to_string(i++) + "].";
+        CalibrationEntry e;
+        bool have_gpu = false;
+        for (const auto& [ek, ev] : t) {
+          const std::string f(ek.str());
+          if (f == "gpu") {
+            const std::string g = text(origin, ev, p + f);
+            if (!is_gpu_key(g)) fail(origin, ev, p + f, "unknown GPU '" + g + "' (see `paratune advise --help`)");
+            e.gpu = gpu_spec(g).key;
+            have_gpu = true;
+          } else if (f == "fabric") {
+            const std::string fab = text(origin, ev, p + f);
+            if (!fab.empty() && fab != "any") {
+              try {
+                e.fabric = to_string(fabric_from_string(fab));
+              } catch (const std::invalid_argument& ex) {
+                fail(origin, ev, p + f, ex.what());
+              }
+            }
+          } else if (f == "compute_scale") {
+            e.compute_scale = number(origin, ev, p + f, kScaleMin, kScaleMax);
+          } else if (f == "network_scale") {
+            e.network_scale = number(origin, ev, p + f, kScaleMin, kScaleMax);
+          } else if (f == "samples") {
+            e.samples = int(number(origin, ev, p + f, 0, 1e9));
+          } else if (f == "multinode_samples") {
+            e.multinode_samples = int(number(origin, ev, p + f, 0, 1e9));
+          } else if (f == "error_before") {
+            e.error_before = number(origin, ev, p + f, 0, 1e6);
+          } else if (f == "error_after") {
+            e.error_after = number(origin, ev, p + f, 0, 1e6);
+          } else {
+            fail(origin, ev, p + f,
+                 "unknown key; valid: gpu, fabric, compute_scale, network_scale, samples, multinode_samples, "
+                 "error_before, error_after");
+          }
+        }
+        if (!have_gpu) fail(origin, item, p + "gpu", "missing (the catalog key of the GPU model)");
+        for (const auto& other : c.entries)
+          if (other.gpu == e.gpu && other.fabric == e.fabric)
+            fail(origin, item, p + "gpu", "a second entry for " + e.gpu + " / " + (e.fabric.empty() ? "any" : e.fabric));
+        c.entries.push_back(e);
+      }
+    } else {
+      fail(origin, v, key, "unknown key; valid: version, generated, source, [[entry]]");
+    }
+  }
+  return c;
+}
+
+std::string to_toml(const Calibration& c) {
+  std::string out =
+      "# paratune site calibration (written by `paratune calibrate`; docs/calibration.md).\n"
+      "# Per GPU model and fabric: multipliers on the model's GEMM efficiency and fabric efficiency.\n";
+  out += "version = " + std::to_string(c.version) + "\n";
+  if (!c.generated.empty()) out += "generated = " + quoted(c.generated) + "\n";
+  if (!c.source.empty()) out += "source = " + quoted(c.source) + "\n";
+  for (const auto& e : c.entries) {
+    out += "\n[[entry]]\n";
+    out += "gpu = " + quoted(e.gpu) + "\n";
+    out += "fabric = " + quoted(e.fabric.empty() ? "any" : e.fabric) + "\n";
+    out += "compute_scale = " + num(e.compute_scale) + "\n";
+    out += "network_scale = " + num(e.network_scale) + "\n";
+    out += "samples = " + std::to_string(e.samples) + "\n";
+    out += "multinode_samples = " + std::to_string(e.multinode_samples) + "\n";
+    out += "error_before = " + num(e.error_before) + "\n";
+    out += "error_after = " + num(e.error_after) + "\n";
+  }
+  return out;
+}
+
+const CalibrationEntry* find_entry(const Calibration& c, const std::string& gpu, Fabric fabric) {
+  if (!is_gpu_key(gpu)) return nullptr;
+  const std::string key = gpu_spec(gpu).key;
+  const std::string fab = to_string(fabric);
+  const CalibrationEntry* any = nullptr;
+  for (const auto& e : c.entries) {
+    if (e.gpu != key) continue;
+    if (e.fabric == fab) return &e;
+    if (e.fabric.empty()) any = &e;
+  }
+  return any;
+}
+
+ModelParams apply_entry(const CalibrationEntry& e, const Scenario& s, const ModelParams& base) {
+  ModelParams p = base;
+  const int arch = static_cast<int>(effective_gpu(s.cluster).arch);
+  p.gemm_eff[arch] = std::min(1.0, base.gemm_eff[arch] * e.compute_scale);
+  const int f = static_cast<int>(s.cluster.fabric);
+  p.fabric_eff[f] = std::min(1.0, base.fabric_eff[f] * e.network_scale);
+  return p;
+}
+
+ModelParams calibrated_params(const Calibration& c, const Scenario& s, const ModelParams& base) {
+  const CalibrationEntry* e = find_entry(c, s.cluster.gpu, s.cluster.fabric);
+  return e ? apply_entry(*e, s, base) : base;
+}
+
+}  // namespace paratune::advisor

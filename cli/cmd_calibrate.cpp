@@ -1,0 +1,137 @@
+// `paratune calibrate --log FILE -o calibration.toml`: refit the model's efficiency parameters per GPU model and
+// fabric from the site's logged jobs, print the before/after error, write the calibration file that the advisor
+// applies (advisor/calibration_file.h; docs/calibration.md).
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "job/safe_file.h"
+#include "paratune/advisor/calibration_file.h"
+#include "paratune/tuning/calibrate.h"
+#include "paratune/tuning/tuning_log.h"
+
+namespace paratune::cli {
+namespace {
+
+using namespace paratune::tuning;
+
+const char* kHelp =
+    "usage: paratune calibrate --log FILE -o FILE [--min-samples N] [--min-multinode N] [--since DATE]\n"
+    "                          [--holdout FRACTION]\n"
+    "\n"
+    "Refit the performance model's efficiency parameters from the jobs in a tuning log: for each GPU model and\n"
+    "fabric with at least --min-samples usable jobs (default 5; a job needs its scenario, plan and an achieved\n"
+    "step time), a multiplier on the GEMM efficiency, and with at least --min-multinode multi-node jobs\n"
+    "(default 5) one on the fabric efficiency. Prints the error |achieved/predicted - 1| before and after per\n"
+    "group, and writes the calibration file (TOML) the advisor reads.\n"
+    "\n"
+    "  --holdout F      also check the fit honestly: fit on the earliest (1-F) of the jobs by end time and\n"
+    "                   report the error on the latest F before and after (the file is still fitted on all)\n"
+    "\n"
+    "exit status: 0 written, 1 the log cannot be read or the file written, 2 bad option, 3 no usable job\n";
+
+std::string pct(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f %%", 100 * v);
+  return b;
+}
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+int run(const std::vector<std::string>& args) {
+  std::string log_path, out_path;
+  CalibrateOptions o;
+  LogFilter filter;
+  double holdout = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool v = i + 1 < args.size();
+    try {
+      if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
+      if (a == "--log" && v) log_path = args[++i];
+      else if ((a == "-o" || a == "--output") && v) out_path = args[++i];
+      else if (a == "--min-samples" && v) o.min_samples = std::max<size_t>(1, std::stoul(args[++i]));
+      else if (a == "--min-multinode" && v) o.min_multinode = std::max<size_t>(1, std::stoul(args[++i]));
+      else if (a == "--since" && v) filter.since = parse_date(args[++i]);
+      else if (a == "--holdout" && v) {
+        holdout = std::stod(args[++i]);
+        if (!(holdout > 0 && holdout < 1)) throw std::invalid_argument("must be between 0 and 1");
+      } else {
+        std::fprintf(stderr, "paratune calibrate: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
+        return kBadInput;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "paratune calibrate: %s: %s\n", a.c_str(), e.what());
+      return kBadInput;
+    }
+  }
+  if (log_path.empty() || out_path.empty()) {
+    std::fprintf(stderr, "paratune calibrate: --log FILE and -o FILE are required\n%s", kHelp);
+    return kBadInput;
+  }
+  std::string content;
+  try {
+    content = job::read_bounded(log_path, size_t(1) << 30);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paratune calibrate: %s\n", e.what());
+    return kFailure;
+  }
+  const TuningLog log = read_tuning_log(content);
+  for (const auto& p : log.problems) std::fprintf(stderr, "%s:%zu: %s\n", log_path.c_str(), p.line, p.message.c_str());
+  std::vector<LogEntry> selected;
+  for (const auto& e : log.entries)
+    if (filter.matches(e)) selected.push_back(e);
+  std::vector<std::string> skipped;
+  std::vector<Sample> samples = usable_samples(selected, o, &skipped);
+  std::printf("paratune calibrate: %zu jobs in %s, %zu usable\n", selected.size(), log_path.c_str(), samples.size());
+  for (const auto& s : skipped) std::printf("  %s\n", s.c_str());
+  if (samples.empty()) {
+    std::fprintf(stderr, "paratune calibrate: no usable job (each needs scenario, plan and achieved)\n");
+    return kNothingFits;
+  }
+
+  if (holdout > 0) {
+    std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.time < b.time; });
+    const size_t cut = std::min(samples.size() - 1, size_t(double(samples.size()) * (1 - holdout)));
+    const std::vector<Sample> early(samples.begin(), samples.begin() + long(cut)), late(samples.begin() + long(cut), samples.end());
+    const CalibrationResult r = calibrate(early, o);
+    const ErrorStats b = error_stats(late, {}), a = error_stats(late, r.calibration);
+    std::printf("holdout: fitted on the earliest %zu jobs, checked on the latest %zu: mean error %s -> %s, median %s -> %s\n",
+                early.size(), late.size(), pct(b.mean_abs).c_str(), pct(a.mean_abs).c_str(), pct(b.median_abs).c_str(),
+                pct(a.median_abs).c_str());
+  }
+
+  CalibrationResult r = calibrate(samples, o);
+  std::printf("%-18s %-11s %5s %5s  %-10s %-10s  %s\n", "gpu", "fabric", "jobs", "multi", "err before", "err after", "");
+  for (const auto& g : r.groups)
+    std::printf("%-18s %-11s %5zu %5zu  %-10s %-10s  %s\n", g.gpu.c_str(), g.fabric.c_str(), g.samples, g.multinode,
+                pct(g.before.mean_abs).c_str(), pct(g.after.mean_abs).c_str(), g.note.c_str());
+  std::printf("all usable jobs: mean error %s -> %s, median %s -> %s\n", pct(r.before.mean_abs).c_str(),
+              pct(r.after.mean_abs).c_str(), pct(r.before.median_abs).c_str(), pct(r.after.median_abs).c_str());
+  r.calibration.generated = now_iso();
+  r.calibration.source = log_path + " (" + std::to_string(samples.size()) + " jobs)";
+  std::ofstream out(out_path, std::ios::trunc);
+  out << advisor::to_toml(r.calibration);
+  if (!out.good()) {
+    std::fprintf(stderr, "paratune calibrate: cannot write %s\n", out_path.c_str());
+    return kFailure;
+  }
+  std::printf("wrote %s (%zu of %zu groups calibrated)\n", out_path.c_str(), r.calibration.entries.size(), r.groups.size());
+  return kOk;
+}
+
+Register reg({"calibrate", "refit the model's efficiencies from the tuning log (calibration file)", run});
+
+}  // namespace
+}  // namespace paratune::cli

@@ -1,0 +1,182 @@
+// The `paratune run`, `log` and `calibrate` commands, run as the built binary (PARATUNE_CLI).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "history.h"
+#include "paratune/advisor/calibration_file.h"
+#include "paratune/tuning/report.h"
+#include "test_util.h"
+#include "xml_check.h"
+
+using namespace paratune::tuning;
+using namespace paratune::tuning::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+// Run a shell command line with stdout and stderr captured in files.
+Result sh(const std::string& cmdline, const fs::path& dir) {
+  const fs::path o = dir / "stdout", e = dir / "stderr";
+  const std::string full = "(" + cmdline + ") >" + o.string() + " 2>" + e.string() + " </dev/null";
+  const int st = std::system(full.c_str());
+  Result r;
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(o.string());
+  r.err = slurp(e.string());
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("paratune-tuning-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string cli() const { return PARATUNE_CLI; }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(Cli, RunPassesOutputThroughPreservesStatusAndWritesTheReport) {
+  const fs::path report = dir_ / "report.jsonl";
+  const fs::path script = dir_ / "train.sh";
+  {
+    // real Megatron lines from the fixtures, a line without a newline at the end, binary bytes, stderr
+    std::ofstream s(script);
+    s << "cat '" << fixture("megatron.log") << "'\n"
+      << "echo 'to stderr' >&2\n"
+      << "printf 'bin\\001\\377\\n'\n"
+      << "printf 'no newline'\n"
+      << "exit 3\n";
+  }
+  const Result r = sh("PARATUNE_REPORT=" + report.string() + " " + cli() + " run -- sh " + script.string(), dir_);
+  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(r.out, slurp(fixture("megatron.log")) + "bin\001\377\nno newline");  // byte for byte
+  EXPECT_EQ(r.err, "to stderr\n");
+  const std::string rep = slurp(report.string());
+  EXPECT_EQ(count(rep, "\n"), 4u);
+  const ReportSummary s = summarize_report(rep);
+  ASSERT_TRUE(s.valid) << s.invalid_reason;
+  EXPECT_EQ(s.samples, 4u);
+  EXPECT_EQ(s.bad_lines, 0u);
+  EXPECT_NE(rep.find("{\"source\":\"megatron\",\"step\":71,\"step_time_s\":5.3616,\"tflops_per_gpu\":243.6}"),
+            std::string::npos)
+      << rep;
+}
+
+TEST_F(Cli, RunReportsSignalsAsStatusAndForwardsThem) {
+  EXPECT_EQ(sh(cli() + " run -- sh -c 'kill -KILL $$'", dir_).status, 128 + 9);
+  // SIGTERM sent to `paratune run` reaches the child, whose trap decides the status
+  const fs::path pidf = dir_ / "pid";
+  const std::string child = "trap 'echo got TERM; exit 42' TERM; echo ready; while :; do sleep 0.05; done";
+  const Result r = sh(cli() + " run -- sh -c \"" + child + "\" & echo $! > " + pidf.string() +
+                          "; while ! grep -q ready " + (dir_ / "stdout").string() +
+                          " 2>/dev/null; do sleep 0.05; done; kill -TERM $(cat " + pidf.string() + "); wait $!",
+                      dir_);
+  EXPECT_EQ(r.status, 42);
+  EXPECT_NE(r.out.find("got TERM"), std::string::npos);
+}
+
+TEST_F(Cli, RunWithoutReportOrCommand) {
+  const Result ok = sh("env -u PARATUNE_REPORT " + cli() + " run -- sh -c 'echo hi'", dir_);
+  EXPECT_EQ(ok.status, 0);
+  EXPECT_EQ(ok.out, "hi\n");
+  EXPECT_EQ(sh(cli() + " run", dir_).status, 2);
+  EXPECT_EQ(sh(cli() + " run -- /nonexistent/cmd", dir_).status, 127);
+  // the report path is a symlink: not followed, nothing written there, the command still runs
+  const fs::path target = dir_ / "target", link = dir_ / "link";
+  { std::ofstream(target.string()) << ""; }
+  fs::create_symlink(target, link);
+  const Result r = sh("PARATUNE_REPORT=" + link.string() + " " + cli() + " run -- cat '" + fixture("nemo.log") + "'", dir_);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, slurp(fixture("nemo.log")));
+  EXPECT_EQ(slurp(target.string()), "");
+  EXPECT_NE(r.err.find("cannot append"), std::string::npos);
+}
+
+TEST_F(Cli, RunDerivesStepTimesFromThroughputWithTheJobEnvironment) {
+  const fs::path report = dir_ / "r.jsonl";
+  const Result r = sh("PARATUNE_REPORT=" + report.string() + " PARATUNE_GLOBAL_BATCH=8 PARATUNE_TP=1 PARATUNE_PP=1 "
+                      "PARATUNE_DP=2 PARATUNE_CP=1 " + cli() + " run --seq-len 1024 -- cat '" + fixture("hf_trainer.log") + "' '" +
+                      fixture("torchtitan.log") + "'",
+                      dir_);
+  EXPECT_EQ(r.status, 0);
+  const ParsedReport p = parse_report(slurp(report.string()));
+  // 2 HF Trainer run averages (no step) + torchtitan steps 14 and 15; its step 4 (another run, printed after
+  // step 15) is taken for a repeat from another rank and not recorded twice
+  ASSERT_EQ(p.samples.size(), 4u);
+  EXPECT_NEAR(p.samples[0].step_time_s, 8 / 1.808, 1e-9);                   // global batch / samples per s
+  EXPECT_NEAR(p.samples[2].step_time_s, 8.0 * 1024 / (7282.0 * 2), 1e-9);   // tokens per step / (tps * GPUs)
+  EXPECT_EQ(p.samples[2].step, 14);
+  EXPECT_NEAR(*p.samples[2].tokens, 8.0 * 1024, 1e-9);
+}
+
+TEST_F(Cli, LogTableJsonSvgAndSuspects) {
+  const fs::path log = dir_ / "tuning.jsonl";
+  {
+    SiteTruth t;
+    std::ofstream(log.string()) << synthetic_history(40, t) << "not json\n";
+  }
+  const Result table = sh(cli() + " log --log " + log.string(), dir_);
+  EXPECT_EQ(table.status, 0);
+  EXPECT_NE(table.out.find("40 jobs, 40 with an achieved step time"), std::string::npos) << table.out;
+  EXPECT_NE(table.err.find("tuning.jsonl:41: not valid JSON"), std::string::npos) << table.err;
+
+  const Result js = sh(cli() + " log --log " + log.string() + " --json --partition a100 --since 2025-01-01T05:00", dir_);
+  EXPECT_EQ(js.status, 0);
+  const auto j = nlohmann::json::parse(js.out);
+  ASSERT_TRUE(j.is_array());
+  EXPECT_EQ(j.size(), 15u);  // jobs 5..39 with i%8 in {5,6,7}
+  for (const auto& row : j) {
+    EXPECT_EQ(row["partition"], "a100");
+    EXPECT_TRUE(row["ratio"].is_number());
+  }
+
+  const fs::path svg = dir_ / "plots.svg";
+  const Result s = sh(cli() + " log --log " + log.string() + " --svg " + svg.string() + " --job 1003", dir_);
+  EXPECT_EQ(s.status, 0);
+  const std::string doc = slurp(svg.string());
+  EXPECT_EQ(xml_problem(doc), "");
+  EXPECT_EQ(count(doc, "<circle class=\"job"), 40u);
+  EXPECT_NE(doc.find("Step-time breakdown of job 1003"), std::string::npos);
+
+  const Result sus = sh(cli() + " log --log " + log.string() + " --suspects --threshold 0.4", dir_);
+  EXPECT_EQ(sus.status, 0);
+  // the slow node halves throughput on a site already 0.6-0.9x of the model: it stands out below 0.4
+  EXPECT_EQ(sus.out.rfind("node", 0), 0u) << sus.out;
+  EXPECT_NE(sus.out.find("gpu017"), std::string::npos) << sus.out;
+
+  EXPECT_EQ(sh(cli() + " log --log " + (dir_ / "missing").string(), dir_).status, 1);
+  EXPECT_EQ(sh(cli() + " log --since yesterday --log " + log.string(), dir_).status, 2);
+}
+
+TEST_F(Cli, CalibrateWritesAFileTheAdvisorReads) {
+  const fs::path log = dir_ / "tuning.jsonl", out = dir_ / "calibration.toml";
+  std::ofstream(log.string()) << synthetic_history(80);
+  const Result r = sh(cli() + " calibrate --log " + log.string() + " -o " + out.string() + " --holdout 0.5", dir_);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("holdout: fitted on the earliest 40 jobs, checked on the latest 40"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("h100-sxm5-80gb"), std::string::npos);
+  const auto cal = paratune::advisor::parse_calibration(slurp(out.string()), out.string());
+  ASSERT_EQ(cal.entries.size(), 2u);
+  for (const auto& e : cal.entries) EXPECT_LT(e.error_after, e.error_before);
+  EXPECT_EQ(sh(cli() + " calibrate --log " + log.string(), dir_).status, 2);
+  std::ofstream(log.string()) << "{\"job_id\": \"1\"}\n";
+  EXPECT_EQ(sh(cli() + " calibrate --log " + log.string() + " -o " + out.string(), dir_).status, 3);
+}

@@ -1,0 +1,109 @@
+// Reading the tuning log: a generated history, bad lines with their numbers, hostlists, dates, filters, suspects.
+#include <gtest/gtest.h>
+
+#include "history.h"
+#include "paratune/tuning/suspects.h"
+#include "paratune/tuning/tuning_log.h"
+
+using namespace paratune::tuning;
+using namespace paratune::tuning::testing;
+
+TEST(TuningLog, ReadsAGeneratedHistory) {
+  const std::string text = synthetic_history(40);
+  const TuningLog log = read_tuning_log(text);
+  EXPECT_TRUE(log.problems.empty()) << log.problems.front().message;
+  ASSERT_EQ(log.entries.size(), 40u);
+  const LogEntry& e = log.entries[3];
+  EXPECT_EQ(e.line, 4u);
+  EXPECT_EQ(e.job_id, "1003");
+  EXPECT_EQ(e.time, 1735689600LL + 3 * 3600);
+  ASSERT_TRUE(e.scenario);
+  ASSERT_TRUE(e.layout);
+  EXPECT_EQ(e.scenario->cluster.nodes, e.nodes);
+  EXPECT_EQ(int(e.node_names.size()), e.nodes);
+  ASSERT_TRUE(e.achieved_step_s);
+  ASSERT_TRUE(e.ratio());
+  EXPECT_NEAR(*e.ratio(), e.predicted_step_s / *e.achieved_step_s, 1e-12);
+  EXPECT_EQ(e.fabric(), "infiniband");
+}
+
+TEST(TuningLog, BadLinesAreReportedWithLineNumbersNotFatal) {
+  std::string text = synthetic_history(3);
+  text += "this is not json\n";
+  text += "[1,2]\n";
+  text += "\n";
+  text += "{\"job_id\": \"77\", \"scenario\": {\"model\": 5}, \"plan\": {\"tp\": \"eight\"}}\n";
+  text += std::string("\x01\x02\xff", 3) + "\n";
+  text += synthetic_history(1);
+  const TuningLog log = read_tuning_log(text);
+  ASSERT_EQ(log.entries.size(), 5u);  // 3 + the line with a broken scenario (kept) + 1
+  ASSERT_EQ(log.problems.size(), 4u);
+  EXPECT_EQ(log.problems[0].line, 4u);
+  EXPECT_EQ(log.problems[0].message, "not valid JSON");
+  EXPECT_EQ(log.problems[1].line, 5u);
+  EXPECT_EQ(log.problems[1].message, "not a JSON object");
+  EXPECT_EQ(log.problems[2].line, 7u);
+  EXPECT_NE(log.problems[2].message.find("(the line is kept without it)"), std::string::npos);
+  EXPECT_EQ(log.problems[3].line, 8u);
+  EXPECT_EQ(log.entries[3].job_id, "77");
+  EXPECT_FALSE(log.entries[3].scenario);
+  EXPECT_FALSE(log.entries[3].layout);
+  EXPECT_EQ(log.entries[4].line, 9u);
+}
+
+TEST(TuningLog, ExpandsHostlists) {
+  EXPECT_EQ(expand_hostlist("gpu[01-03,07],login1"),
+            (std::vector<std::string>{"gpu01", "gpu02", "gpu03", "gpu07", "login1"}));
+  EXPECT_EQ(expand_hostlist("n[8-10]-ib"), (std::vector<std::string>{"n8-ib", "n9-ib", "n10-ib"}));
+  EXPECT_EQ(expand_hostlist("a,,b"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(expand_hostlist("x[1-999999999]").size(), 100000u);  // bounded
+  EXPECT_EQ(expand_hostlist("broken[1-"), (std::vector<std::string>{"broken[1-"}));
+}
+
+TEST(TuningLog, ParsesDates) {
+  EXPECT_EQ(parse_date("2025-01-01"), 1735689600LL);
+  EXPECT_EQ(parse_date("2025-01-01T01:00"), 1735689600LL + 3600);
+  EXPECT_EQ(parse_date("2025-01-01 00:00:30"), 1735689600LL + 30);
+  EXPECT_EQ(parse_date("@1735689600"), 1735689600LL);
+  EXPECT_THROW(parse_date("yesterday"), std::invalid_argument);
+  EXPECT_THROW(parse_date("2025-13-01"), std::invalid_argument);
+  EXPECT_EQ(format_date(1735689600LL + 3600), "2025-01-01 01:00");
+}
+
+TEST(TuningLog, Filters) {
+  const TuningLog log = read_tuning_log(synthetic_history(16));
+  LogFilter f;
+  f.since = parse_date("2025-01-01T10:00");
+  f.partition = "a100";
+  size_t n = 0;
+  for (const auto& e : log.entries) {
+    if (!f.matches(e)) continue;
+    ++n;
+    EXPECT_GE(e.time, *f.since);
+    EXPECT_EQ(e.partition, "a100");
+  }
+  EXPECT_EQ(n, 3u);  // jobs 10..15, templates 5,6,7 of each 8 are a100: 13, 14, 15
+}
+
+TEST(Suspects, NodesRecurringInFlaggedJobs) {
+  SiteTruth truth;
+  truth.h100_ib_compute = 1.0;  // a site that matches the model, except for one slow node
+  truth.h100_ib_network = 1.0;
+  truth.a100_roce_compute = 1.0;
+  const TuningLog log = read_tuning_log(synthetic_history(80, truth));
+  std::vector<const LogEntry*> all;
+  size_t flagged_jobs = 0;
+  for (const auto& e : log.entries) {
+    all.push_back(&e);
+    const bool on_slow = std::find(e.node_names.begin(), e.node_names.end(), truth.slow_node) != e.node_names.end();
+    EXPECT_EQ(flagged(e, 0.7), on_slow) << e.job_id;
+    flagged_jobs += flagged(e, 0.7);
+  }
+  ASSERT_GE(flagged_jobs, 2u);
+  const auto nodes = suspect_nodes(all, 0.7);
+  ASSERT_FALSE(nodes.empty());
+  EXPECT_EQ(nodes.front().node, truth.slow_node);
+  EXPECT_EQ(nodes.front().flagged_jobs, flagged_jobs);
+  EXPECT_EQ(nodes.front().flagged_jobs, nodes.front().jobs);  // every job on it was flagged
+  for (size_t i = 1; i < nodes.size(); ++i) EXPECT_LT(nodes[i].flagged_jobs, nodes.front().flagged_jobs);
+}

@@ -1,0 +1,84 @@
+// The job's throughput report ($PARATUNE_REPORT): JSON lines such as {"step": 120, "step_time_s": 4.21,
+// "tokens": 8388608}. `step_time_s` is required (a positive, finite number of seconds), `step` (integer >= 0) and
+// `tokens` (tokens per step, >= 0) are optional, other keys are ignored. The file is untrusted user input: parsing
+// is bounded and defensive, a bad line is counted and skipped, never fatal.
+//
+// At job end the plugin reads the file (as the job's user, O_NOFOLLOW, bounded: job::read_bounded) and calls
+//   ReportSummary s = summarize_report(content, truncated);
+//   add_achieved(record, s, threshold, nodes);   // "achieved", "report", "ratio", "suspect" of the tuning-log line
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "paratune/tuning/stats.h"
+
+namespace paratune::tuning {
+
+struct ReportSample {
+  std::optional<long long> step;
+  double step_time_s = 0;
+  std::optional<double> tokens;  // tokens per step
+};
+
+struct ReportLimits {
+  size_t max_line_bytes = 4096;     // longer lines are counted bad, not parsed
+  size_t max_samples = 200000;      // later samples are ignored (counted in `ignored`)
+  double max_step_time_s = 7 * 86400.0;
+};
+
+struct ParsedReport {
+  std::vector<ReportSample> samples;
+  size_t lines = 0;                 // non-empty lines seen
+  size_t bad_lines = 0;             // not a JSON object, no valid step_time_s, too long, binary ...
+  size_t ignored = 0;               // valid but beyond max_samples
+  std::string first_problem;        // "line N: what" of the first bad line
+};
+
+ParsedReport parse_report(std::string_view content, const ReportLimits& limits = {});
+
+struct ReportSummary {
+  bool valid = false;
+  std::string invalid_reason;       // when !valid: "empty", "no valid line (line 1: ...)", ...
+  RobustStats step_time;            // of the settled steps (seconds)
+  size_t samples = 0;               // valid samples in the file
+  size_t warmup_excluded = 0;
+  size_t bad_lines = 0;
+  bool truncated = false;           // the reader stopped at its size bound
+  std::optional<double> tokens_per_step;  // median of `tokens` over the settled steps, when given
+  std::optional<double> tokens_per_s() const;  // tokens_per_step / median step time
+};
+
+// Parse, order by step when steps are given, drop the warm-up, summarise. `truncated`: the caller's bounded read
+// stopped early (recorded; the summary still uses what was read).
+ReportSummary summarize_report(std::string_view content, bool truncated = false, const WarmupRule& warmup = {},
+                               const ReportLimits& limits = {});
+
+// {"median_step_time_s", "p10_step_time_s", "p90_step_time_s", "steps", "warmup_excluded", "samples",
+//  "bad_lines", "truncated", ["tokens_per_step", "tokens_per_s"]} for a valid summary; null otherwise.
+nlohmann::json to_json(const ReportSummary& s);
+
+// "ok", "ok: 3 bad lines ignored", "ok: truncated at the size limit", or "invalid: <reason>".
+std::string report_status(const ReportSummary& s);
+
+// achieved throughput / predicted throughput (= predicted step time / achieved median step time); nullopt when
+// either is missing or not positive.
+std::optional<double> achieved_ratio(double predicted_step_s, const ReportSummary& s);
+
+// A job is suspect when its ratio is below the threshold (policy; default 0.7).
+constexpr double kDefaultSuspectThreshold = 0.7;
+bool is_suspect(double ratio, double threshold = kDefaultSuspectThreshold);
+
+// Fill a tuning-log record (the object job::tuning_record made, with "predicted"."step_time_s") at job end:
+//   "report": report_status(s); "achieved": to_json(s) (valid only); "ratio"; and, when is_suspect,
+//   "suspect": {"threshold": t, "nodes": [...]}.
+// A missing report (the job wrote none) is recorded as "report": "missing" by passing std::nullopt.
+void add_achieved(nlohmann::json& record, const std::optional<ReportSummary>& s, double threshold,
+                  const std::vector<std::string>& nodes);
+
+}  // namespace paratune::tuning

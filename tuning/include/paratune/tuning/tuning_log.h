@@ -1,0 +1,71 @@
+// Reading the site tuning log (one JSON object per line, README "The tuning log"; docs/tuning-log.md). A bad line
+// is reported with its line number and skipped, never fatal; every field is optional except what a use needs.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "paratune/advisor/plan.h"
+#include "paratune/advisor/scenario.h"
+
+namespace paratune::tuning {
+
+struct LogEntry {
+  size_t line = 0;                       // 1-based line number in the log
+  long long time = 0;                    // "time": job end, unix seconds
+  std::string job_id, user, partition, host, gpu_model, state, report;
+  int nodes = 0, gpus_per_node = 0;
+  std::vector<std::string> node_names;   // "node_list" (array or Slurm hostlist string), else "host"
+  std::optional<advisor::Scenario> scenario;  // when "scenario" parses
+  std::optional<advisor::Layout> layout;      // when "plan" parses
+  std::string scenario_problem;          // why scenario/layout did not parse
+  double predicted_step_s = 0, predicted_tokens_per_s = 0;
+  std::optional<double> achieved_step_s, achieved_p10_s, achieved_p90_s;
+  size_t achieved_steps = 0;
+  bool flagged = false;                  // the line carries a "suspect" flag
+  std::vector<std::string> flagged_nodes;
+
+  // achieved / predicted throughput (predicted step / achieved median step), when both are known.
+  std::optional<double> ratio() const;
+  std::string fabric() const;            // the scenario's fabric, "" without a scenario
+  bool nodes_known() const { return !node_names.empty(); }
+};
+
+struct LogProblem {
+  size_t line = 0;
+  std::string message;
+};
+
+struct TuningLog {
+  std::vector<LogEntry> entries;
+  std::vector<LogProblem> problems;
+  size_t lines = 0;                      // non-empty lines
+};
+
+struct ReadLimits {
+  size_t max_line_bytes = 1 << 20;
+  size_t max_problems = 1000;            // further problems are counted in the last one's message
+};
+
+TuningLog read_tuning_log(std::string_view content, const ReadLimits& limits = {});
+
+// "node[01-03,07],gpu-a" -> node01 node02 node03 node07 gpu-a (Slurm hostlist; bounded to 100000 names).
+std::vector<std::string> expand_hostlist(std::string_view list);
+
+// "2025-03-01", "2025-03-01T12:30", "2025-03-01 12:30:05" (UTC) or unix seconds ("@1740787200" or digits).
+// Throws std::invalid_argument naming the accepted forms.
+long long parse_date(std::string_view text);
+std::string format_date(long long unix_seconds);  // "2025-03-01 12:30" UTC
+
+struct LogFilter {
+  std::optional<long long> since;
+  std::string user, partition;
+  bool matches(const LogEntry& e) const;
+};
+
+}  // namespace paratune::tuning

@@ -1,0 +1,187 @@
+#include "paratune/tuning/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace paratune::tuning {
+
+using nlohmann::json;
+
+namespace {
+
+bool printable_text(std::string_view s) {
+  for (unsigned char c : s)
+    if (c == 0 || (c < 0x20 && c != '\t')) return false;
+  return true;
+}
+
+// The valid sample a line holds, or the reason it holds none.
+std::optional<ReportSample> parse_line(std::string_view line, const ReportLimits& lim, std::string* why) {
+  if (line.size() > lim.max_line_bytes) {
+    *why = "longer than " + std::to_string(lim.max_line_bytes) + " bytes";
+    return std::nullopt;
+  }
+  if (!printable_text(line)) {
+    *why = "binary data";
+    return std::nullopt;
+  }
+  const size_t b = line.find_first_not_of(" \t");
+  if (b == std::string_view::npos || line[b] != '{') {
+    *why = "not a JSON object";
+    return std::nullopt;
+  }
+  const json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    *why = "not valid JSON (NaN and Infinity are not JSON)";
+    return std::nullopt;
+  }
+  const auto st = j.find("step_time_s");
+  if (st == j.end() || !st->is_number()) {
+    *why = "no numeric step_time_s";
+    return std::nullopt;
+  }
+  ReportSample s;
+  s.step_time_s = st->get<double>();
+  if (!std::isfinite(s.step_time_s) || s.step_time_s <= 0 || s.step_time_s > lim.max_step_time_s) {
+    *why = "step_time_s out of range (0, " + std::to_string(long(lim.max_step_time_s)) + "]";
+    return std::nullopt;
+  }
+  if (const auto it = j.find("step"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<long long>() < 0) {
+      *why = "step must be an integer >= 0";
+      return std::nullopt;
+    }
+    s.step = it->get<long long>();
+  }
+  if (const auto it = j.find("tokens"); it != j.end() && !it->is_null()) {
+    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+      *why = "tokens must be a number >= 0";
+      return std::nullopt;
+    }
+    s.tokens = it->get<double>();
+  }
+  return s;
+}
+
+}  // namespace
+
+ParsedReport parse_report(std::string_view content, const ReportLimits& lim) {
+  ParsedReport r;
+  size_t line_no = 0, pos = 0;
+  while (pos < content.size()) {
+    size_t end = content.find('\n', pos);
+    if (end == std::string_view::npos) end = content.size();
+    std::string_view line = content.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    ++r.lines;
+    std::string why;
+    auto s = parse_line(line, lim, &why);
+    if (!s) {
+      ++r.bad_lines;
+      if (r.first_problem.empty()) r.first_problem = "line " + std::to_string(line_no) + ": " + why;
+      continue;
+    }
+    if (r.samples.size() >= lim.max_samples) {
+      ++r.ignored;
+      continue;
+    }
+    r.samples.push_back(*s);
+  }
+  return r;
+}
+
+std::optional<double> ReportSummary::tokens_per_s() const {
+  if (!valid || !tokens_per_step || step_time.median <= 0) return std::nullopt;
+  return *tokens_per_step / step_time.median;
+}
+
+ReportSummary summarize_report(std::string_view content, bool truncated, const WarmupRule& warmup,
+                               const ReportLimits& limits) {
+  ReportSummary out;
+  out.truncated = truncated;
+  ParsedReport p = parse_report(content, limits);
+  out.bad_lines = p.bad_lines;
+  out.samples = p.samples.size();
+  if (p.lines == 0) {
+    out.invalid_reason = "empty";
+    return out;
+  }
+  if (p.samples.empty()) {
+    out.invalid_reason = "no valid line (" + std::to_string(p.bad_lines) + " bad; " + p.first_problem + ")";
+    return out;
+  }
+  // Steps in step order when every sample names its step (several writers, or a restart, may interleave).
+  auto& v = p.samples;
+  if (std::all_of(v.begin(), v.end(), [](const ReportSample& s) { return s.step.has_value(); }))
+    std::stable_sort(v.begin(), v.end(), [](const ReportSample& a, const ReportSample& b) { return *a.step < *b.step; });
+  std::vector<double> times;
+  times.reserve(v.size());
+  for (const auto& s : v) times.push_back(s.step_time_s);
+  out.warmup_excluded = warmup_count(times, warmup);
+  std::vector<double> settled(times.begin() + long(out.warmup_excluded), times.end());
+  out.step_time = robust_stats(settled);
+  std::vector<double> tokens;
+  for (size_t i = out.warmup_excluded; i < v.size(); ++i)
+    if (v[i].tokens) tokens.push_back(*v[i].tokens);
+  if (!tokens.empty()) out.tokens_per_step = robust_stats(tokens).median;
+  out.valid = true;
+  return out;
+}
+
+json to_json(const ReportSummary& s) {
+  if (!s.valid) return nullptr;
+  json j = {{"median_step_time_s", s.step_time.median},
+            {"p10_step_time_s", s.step_time.p10},
+            {"p90_step_time_s", s.step_time.p90},
+            {"steps", s.step_time.n},
+            {"warmup_excluded", s.warmup_excluded},
+            {"samples", s.samples},
+            {"bad_lines", s.bad_lines},
+            {"truncated", s.truncated}};
+  if (s.tokens_per_step) {
+    j["tokens_per_step"] = *s.tokens_per_step;
+    j["tokens_per_s"] = *s.tokens_per_s();
+  }
+  return j;
+}
+
+std::string report_status(const ReportSummary& s) {
+  if (!s.valid) return "invalid: " + s.invalid_reason;
+  std::string out = "ok";
+  if (s.bad_lines) out += ": " + std::to_string(s.bad_lines) + " bad line" + (s.bad_lines == 1 ? "" : "s") + " ignored";
+  if (s.truncated) out += std::string(s.bad_lines ? ";" : ":") + " truncated at the size limit";
+  return out;
+}
+
+std::optional<double> achieved_ratio(double predicted_step_s, const ReportSummary& s) {
+  if (!s.valid || !(predicted_step_s > 0) || !(s.step_time.median > 0) || !std::isfinite(predicted_step_s))
+    return std::nullopt;
+  return predicted_step_s / s.step_time.median;
+}
+
+bool is_suspect(double ratio, double threshold) { return std::isfinite(ratio) && ratio > 0 && ratio < threshold; }
+
+void add_achieved(json& record, const std::optional<ReportSummary>& s, double threshold,
+                  const std::vector<std::string>& nodes) {
+  if (!s) {
+    record["report"] = "missing";
+    return;
+  }
+  record["report"] = report_status(*s);
+  if (!s->valid) return;
+  record["achieved"] = to_json(*s);
+  double predicted = 0;
+  if (record.contains("predicted") && record["predicted"].is_object()) {
+    const auto& p = record["predicted"];
+    if (p.contains("step_time_s") && p["step_time_s"].is_number()) predicted = p["step_time_s"].get<double>();
+  }
+  const auto ratio = achieved_ratio(predicted, *s);
+  if (!ratio) return;
+  record["ratio"] = *ratio;
+  if (is_suspect(*ratio, threshold)) record["suspect"] = {{"threshold", threshold}, {"nodes", nodes}};
+}
+
+}  // namespace paratune::tuning

@@ -1,0 +1,136 @@
+#include "paratune/tuning/scenario_json.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace paratune::tuning {
+
+using nlohmann::json;
+using namespace paratune::advisor;
+
+namespace {
+
+const json& obj(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) throw std::invalid_argument(std::string(key) + ": missing or not an object");
+  return *it;
+}
+
+template <class T>
+void opt_num(const json& j, const char* key, T& out, const std::string& where) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_number()) throw std::invalid_argument(where + key + ": must be a number");
+  const double v = it->get<double>();
+  if (!(v >= 0) || v > 1e12) throw std::invalid_argument(where + key + ": out of range");
+  out = static_cast<T>(v);
+}
+
+void opt_bool(const json& j, const char* key, bool& out) {
+  const auto it = j.find(key);
+  if (it != j.end() && it->is_boolean()) out = it->get<bool>();
+}
+
+void opt_bool(const json& j, const char* key, std::optional<bool>& out) {
+  const auto it = j.find(key);
+  if (it != j.end() && it->is_boolean()) out = it->get<bool>();
+}
+
+std::string opt_str(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+Scenario scenario_from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("scenario: not an object");
+  Scenario s;
+  const json& m = obj(j, "model");
+  s.model.name = opt_str(m, "name");
+  opt_num(m, "layers", s.model.layers, "model.");
+  opt_num(m, "hidden", s.model.hidden, "model.");
+  opt_num(m, "heads", s.model.heads, "model.");
+  opt_num(m, "kv_heads", s.model.kv_heads, "model.");
+  opt_num(m, "ffn_hidden", s.model.ffn_hidden, "model.");
+  opt_num(m, "vocab", s.model.vocab, "model.");
+  opt_num(m, "seq_len", s.model.seq_len, "model.");
+  opt_bool(m, "gated_mlp", s.model.gated_mlp);
+  opt_bool(m, "tied_embeddings", s.model.tied_embeddings);
+  opt_bool(m, "dropout", s.model.dropout);
+  const json& t = obj(j, "training");
+  opt_num(t, "global_batch", s.training.global_batch, "training.");
+  if (auto p = opt_str(t, "precision"); !p.empty()) s.training.precision = precision_from_string(p);
+  if (auto f = opt_str(t, "framework"); !f.empty()) s.training.framework = framework_from_string(f);
+  opt_bool(t, "flash_attention", s.training.flash_attention);
+  opt_bool(t, "overlap_dp_comm", s.training.overlap_dp_comm);
+  const json& c = obj(j, "cluster");
+  s.cluster.gpu = opt_str(c, "gpu");
+  opt_num(c, "nodes", s.cluster.nodes, "cluster.");
+  opt_num(c, "gpus_per_node", s.cluster.gpus_per_node, "cluster.");
+  opt_num(c, "nvlink_domain", s.cluster.nvlink_domain, "cluster.");
+  opt_num(c, "nic_count", s.cluster.nic_count, "cluster.");
+  opt_num(c, "nic_gbps", s.cluster.nic_gbps, "cluster.");
+  if (auto f = opt_str(c, "fabric"); !f.empty()) s.cluster.fabric = fabric_from_string(f);
+  s.cluster.gpu_nic_path = opt_str(c, "gpu_nic_path");
+  opt_bool(c, "nvls", s.cluster.nvls);
+  opt_bool(c, "rail_aligned", s.cluster.rail_aligned);
+  if (auto it = c.find("nics"); it != c.end() && it->is_array()) {
+    for (const auto& n : *it) {
+      if (!n.is_object()) continue;
+      NicFacts f;
+      f.name = opt_str(n, "name");
+      opt_num(n, "port", f.port, "cluster.nics.");
+      opt_num(n, "gbps", f.gbps, "cluster.nics.");
+      opt_bool(n, "active", f.active);
+      f.gpu_path = opt_str(n, "gpu_path");
+      s.cluster.nics.push_back(f);
+    }
+  }
+  if (s.cluster.nodes < 1) s.cluster.nodes = 1;
+  if (s.cluster.gpus_per_node < 1) s.cluster.gpus_per_node = 1;
+  return s;
+}
+
+Layout layout_from_json(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("plan: not an object");
+  Layout l;
+  opt_num(j, "tp", l.tp, "plan.");
+  opt_num(j, "pp", l.pp, "plan.");
+  opt_num(j, "dp", l.dp, "plan.");
+  opt_num(j, "cp", l.cp, "plan.");
+  opt_num(j, "virtual_stages", l.virtual_stages, "plan.");
+  opt_num(j, "micro_batch", l.micro_batch, "plan.");
+  opt_num(j, "zero_stage", l.zero_stage, "plan.");
+  opt_num(j, "shard_group", l.shard_group, "plan.");
+  if (auto r = opt_str(j, "recompute"); !r.empty()) l.recompute = recompute_from_string(r);
+  opt_bool(j, "sequence_parallel", l.sequence_parallel);
+  return l;
+}
+
+json scenario_to_json(const Scenario& s) {
+  const auto& m = s.model;
+  const auto& c = s.cluster;
+  json training = {{"global_batch", s.training.global_batch},
+                   {"precision", to_string(s.training.precision)},
+                   {"framework", to_string(s.training.framework)}};
+  if (s.training.flash_attention) training["flash_attention"] = *s.training.flash_attention;
+  if (s.training.overlap_dp_comm) training["overlap_dp_comm"] = *s.training.overlap_dp_comm;
+  return {{"model", {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
+                     {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
+                     {"seq_len", m.seq_len}, {"gated_mlp", m.gated_mlp}, {"tied_embeddings", m.tied_embeddings},
+                     {"dropout", m.dropout}}},
+          {"training", training},
+          {"cluster", {{"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},
+                       {"nvlink_domain", c.nvlink_domain}, {"nic_count", c.nic_count}, {"nic_gbps", c.nic_gbps},
+                       {"fabric", to_string(c.fabric)}, {"gpu_nic_path", c.gpu_nic_path}, {"nvls", c.nvls},
+                       {"rail_aligned", c.rail_aligned}}}};
+}
+
+json layout_to_json(const Layout& l) {
+  return {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"virtual_stages", l.virtual_stages},
+          {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"recompute", to_string(l.recompute)},
+          {"sequence_parallel", l.sequence_parallel}, {"shard_group", l.shard_group}};
+}
+
+}  // namespace paratune::tuning

@@ -1,0 +1,45 @@
+#include "paratune/tuning/suspects.h"
+
+#include <algorithm>
+#include <map>
+
+#include "paratune/tuning/report.h"
+
+namespace paratune::tuning {
+
+bool flagged(const LogEntry& e, double threshold) {
+  if (e.flagged) return true;
+  const auto r = e.ratio();
+  return r && is_suspect(*r, threshold);
+}
+
+std::vector<SuspectNode> suspect_nodes(const std::vector<const LogEntry*>& entries, double threshold,
+                                       size_t min_flagged) {
+  std::map<std::string, SuspectNode> by;
+  for (const LogEntry* e : entries) {
+    const bool f = flagged(*e, threshold);
+    if (!f && !e->ratio()) continue;
+    const auto& names = (f && !e->flagged_nodes.empty()) ? e->flagged_nodes : e->node_names;
+    for (const auto& n : names) {
+      auto& s = by[n];
+      s.node = n;
+      ++s.jobs;
+      if (f) {
+        ++s.flagged_jobs;
+        s.job_ids.push_back(e->job_id);
+      }
+    }
+  }
+  std::vector<SuspectNode> out;
+  for (auto& [n, s] : by)
+    if (s.flagged_jobs >= std::max<size_t>(1, min_flagged)) out.push_back(std::move(s));
+  std::sort(out.begin(), out.end(), [](const SuspectNode& a, const SuspectNode& b) {
+    if (a.flagged_jobs != b.flagged_jobs) return a.flagged_jobs > b.flagged_jobs;
+    const double fa = double(a.flagged_jobs) / double(a.jobs), fb = double(b.flagged_jobs) / double(b.jobs);
+    if (fa != fb) return fa > fb;
+    return a.node < b.node;
+  });
+  return out;
+}
+
+}  // namespace paratune::tuning

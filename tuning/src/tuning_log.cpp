@@ -1,0 +1,223 @@
+#include "paratune/tuning/tuning_log.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <stdexcept>
+
+#include "paratune/tuning/scenario_json.h"
+
+namespace paratune::tuning {
+
+using nlohmann::json;
+
+namespace {
+
+std::string str(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_number_integer()) return std::to_string(it->get<long long>());
+  return {};
+}
+
+std::optional<double> num(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+LogEntry entry_from(const json& j, size_t line) {
+  LogEntry e;
+  e.line = line;
+  e.time = static_cast<long long>(num(j, "time").value_or(0));
+  e.job_id = str(j, "job_id");
+  e.user = str(j, "user");
+  e.partition = str(j, "partition");
+  e.host = str(j, "host");
+  e.gpu_model = str(j, "gpu_model");
+  e.state = str(j, "state");
+  e.report = str(j, "report");
+  e.nodes = int(num(j, "nodes").value_or(0));
+  e.gpus_per_node = int(num(j, "gpus_per_node").value_or(0));
+  if (auto it = j.find("node_list"); it != j.end()) {
+    if (it->is_array()) {
+      for (const auto& n : *it)
+        if (n.is_string()) e.node_names.push_back(n.get<std::string>());
+    } else if (it->is_string()) {
+      e.node_names = expand_hostlist(it->get<std::string>());
+    }
+  }
+  if (e.node_names.empty() && !e.host.empty()) e.node_names.push_back(e.host);
+  if (auto it = j.find("scenario"); it != j.end()) {
+    try {
+      e.scenario = scenario_from_json(*it);
+      if (e.gpu_model.empty()) e.gpu_model = e.scenario->cluster.gpu;
+    } catch (const std::exception& ex) {
+      e.scenario_problem = std::string("scenario: ") + ex.what();
+    }
+  }
+  if (auto it = j.find("plan"); it != j.end()) {
+    try {
+      e.layout = layout_from_json(it->is_object() && it->contains("layout") ? (*it)["layout"] : *it);
+    } catch (const std::exception& ex) {
+      e.scenario_problem = std::string("plan: ") + ex.what();
+    }
+  }
+  if (auto it = j.find("predicted"); it != j.end() && it->is_object()) {
+    e.predicted_step_s = num(*it, "step_time_s").value_or(0);
+    e.predicted_tokens_per_s = num(*it, "tokens_per_s").value_or(0);
+  }
+  if (auto it = j.find("achieved"); it != j.end() && it->is_object()) {
+    if (auto v = num(*it, "median_step_time_s"); v && *v > 0) e.achieved_step_s = v;
+    if (auto v = num(*it, "p10_step_time_s"); v && *v > 0) e.achieved_p10_s = v;
+    if (auto v = num(*it, "p90_step_time_s"); v && *v > 0) e.achieved_p90_s = v;
+    e.achieved_steps = size_t(std::max(0.0, num(*it, "steps").value_or(0)));
+  }
+  if (auto it = j.find("suspect"); it != j.end() && it->is_object()) {
+    e.flagged = true;
+    if (auto n = it->find("nodes"); n != it->end() && n->is_array())
+      for (const auto& x : *n)
+        if (x.is_string()) e.flagged_nodes.push_back(x.get<std::string>());
+  }
+  return e;
+}
+
+}  // namespace
+
+std::optional<double> LogEntry::ratio() const {
+  if (!achieved_step_s || *achieved_step_s <= 0 || predicted_step_s <= 0) return std::nullopt;
+  return predicted_step_s / *achieved_step_s;
+}
+
+std::string LogEntry::fabric() const { return scenario ? advisor::to_string(scenario->cluster.fabric) : ""; }
+
+TuningLog read_tuning_log(std::string_view content, const ReadLimits& lim) {
+  TuningLog log;
+  size_t pos = 0, line_no = 0, suppressed = 0;
+  auto problem = [&](size_t line, std::string msg) {
+    if (log.problems.size() < lim.max_problems) log.problems.push_back({line, std::move(msg)});
+    else ++suppressed;
+  };
+  while (pos < content.size()) {
+    size_t end = content.find('\n', pos);
+    if (end == std::string_view::npos) end = content.size();
+    std::string_view line = content.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    ++log.lines;
+    if (line.size() > lim.max_line_bytes) {
+      problem(line_no, "line longer than " + std::to_string(lim.max_line_bytes) + " bytes");
+      continue;
+    }
+    const json j = json::parse(line.begin(), line.end(), nullptr, false);
+    if (j.is_discarded()) {
+      problem(line_no, "not valid JSON");
+      continue;
+    }
+    if (!j.is_object()) {
+      problem(line_no, "not a JSON object");
+      continue;
+    }
+    LogEntry e = entry_from(j, line_no);
+    if (!e.scenario_problem.empty()) problem(line_no, e.scenario_problem + " (the line is kept without it)");
+    log.entries.push_back(std::move(e));
+  }
+  if (suppressed) log.problems.push_back({line_no, std::to_string(suppressed) + " further problems not listed"});
+  return log;
+}
+
+std::vector<std::string> expand_hostlist(std::string_view list) {
+  std::vector<std::string> out;
+  constexpr size_t kMax = 100000;
+  size_t i = 0;
+  while (i < list.size() && out.size() < kMax) {
+    // one element: prefix[ranges]suffix up to a top-level comma
+    size_t j = i;
+    int depth = 0;
+    while (j < list.size() && !(list[j] == ',' && depth == 0)) {
+      if (list[j] == '[') ++depth;
+      if (list[j] == ']') --depth;
+      ++j;
+    }
+    const std::string_view el = list.substr(i, j - i);
+    i = j + 1;
+    if (el.empty()) continue;
+    const size_t lb = el.find('['), rb = el.find(']');
+    if (lb == std::string_view::npos || rb == std::string_view::npos || rb < lb) {
+      out.emplace_back(el);
+      continue;
+    }
+    const std::string prefix(el.substr(0, lb)), suffix(el.substr(rb + 1));
+    const std::string_view ranges = el.substr(lb + 1, rb - lb - 1);
+    size_t k = 0;
+    while (k <= ranges.size() && out.size() < kMax) {
+      size_t c = ranges.find(',', k);
+      if (c == std::string_view::npos) c = ranges.size();
+      const std::string_view r = ranges.substr(k, c - k);
+      k = c + 1;
+      const size_t dash = r.find('-');
+      const std::string a(r.substr(0, dash)), b(dash == std::string_view::npos ? r : r.substr(dash + 1));
+      if (a.empty() || b.empty() || a.size() > 9 || b.size() > 9 ||
+          a.find_first_not_of("0123456789") != std::string::npos ||
+          b.find_first_not_of("0123456789") != std::string::npos) {
+        out.push_back(prefix + std::string(r) + suffix);
+        continue;
+      }
+      const long lo = std::stol(a), hi = std::stol(b);
+      for (long n = lo; n <= hi && out.size() < kMax; ++n) {
+        std::string digits = std::to_string(n);
+        if (digits.size() < a.size()) digits.insert(0, a.size() - digits.size(), '0');
+        out.push_back(prefix + digits + suffix);
+      }
+    }
+  }
+  return out;
+}
+
+long long parse_date(std::string_view t) {
+  const std::string s(t);
+  const char* forms = "expected YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (UTC) or unix seconds (@N)";
+  if (!s.empty() && (s[0] == '@' || s.find_first_not_of("0123456789") == std::string::npos)) {
+    const std::string d = s[0] == '@' ? s.substr(1) : s;
+    if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument("'" + s + "': " + forms);
+    return std::stoll(d);
+  }
+  int Y = 0, M = 0, D = 0, h = 0, m = 0, sec = 0;
+  char sep = 0;
+  int n = std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d", &Y, &M, &D, &sep, &h, &m, &sec);
+  const bool ok = (n == 3 && s.size() == 10) || ((n == 6 || n == 7) && (sep == 'T' || sep == ' '));
+  if (!ok || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60 || Y < 1970 || Y > 9999)
+    throw std::invalid_argument("'" + s + "': " + forms);
+  std::tm tm{};
+  tm.tm_year = Y - 1900;
+  tm.tm_mon = M - 1;
+  tm.tm_mday = D;
+  tm.tm_hour = h;
+  tm.tm_min = m;
+  tm.tm_sec = sec;
+  return static_cast<long long>(timegm(&tm));
+}
+
+std::string format_date(long long t) {
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%d %H:%M", &tm);
+  return b;
+}
+
+bool LogFilter::matches(const LogEntry& e) const {
+  if (since && e.time < *since) return false;
+  if (!user.empty() && e.user != user) return false;
+  if (!partition.empty() && e.partition != partition) return false;
+  return true;
+}
+
+}  // namespace paratune::tuning
