@@ -5,12 +5,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "advisor_cli.h"
 #include "command.h"
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/calibration_file.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/scenario_toml.h"
@@ -22,6 +26,15 @@ namespace paratune::cli::advisor_cli {
 
 using nlohmann::json;
 using namespace paratune::advisor;
+
+// --calibration FILE: the site's fitted efficiencies (`paratune calibrate` output) applied to this scenario.
+ModelParams load_calibration(const std::string& path, const Scenario& s) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path + ":0:0: calibration: cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return calibrated_params(parse_calibration(ss.str(), path), s);
+}
 
 // Scenario file + (optional) topology: [cluster] topology = "..." (relative to the scenario file) or --topology.
 Scenario load_scenario(const std::string& path, const std::string& topology_override, std::vector<std::string>& notes) {
@@ -146,7 +159,7 @@ using namespace advisor_cli;
 
 const char* kHelp =
     "usage: paratune advise --scenario FILE [--top N] [--json] [--all-frameworks] [--topology FILE]\n"
-    "                       [--policy FILE [--partition P]]\n"
+    "                       [--policy FILE [--partition P]] [--calibration FILE]\n"
     "\n"
     "Search every valid layout (TP, PP, DP, CP, virtual stages, ZeRO/FSDP, micro-batch, recompute) for the\n"
     "scenario, prune by memory, rank by predicted step time. Prints the best plan, its prediction, the NCCL/CUDA\n"
@@ -160,6 +173,7 @@ const char* kHelp =
     "  --topology FILE    take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)\n"
     "  --policy FILE      apply a site policy (its facts, caps and env rules) as the plugin would\n"
     "  --partition P      the partition whose [partition.P] section applies (default: [defaults] only)\n"
+    "  --calibration FILE the site's fitted efficiencies (`paratune calibrate` output)\n"
     "\n"
     "exit status: 0 ok, 2 bad input (FILE:LINE:COL: field: what is valid), 3 nothing fits (says what would)\n";
 
@@ -174,7 +188,7 @@ nlohmann::json policy_json(const std::string& file, const std::string& partition
 }
 
 int run(const std::vector<std::string>& args) {
-  std::string scenario, topology, policy_file, partition;
+  std::string scenario, topology, policy_file, partition, calibration;
   bool as_json = false;
   SearchLimits limits;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -186,6 +200,7 @@ int run(const std::vector<std::string>& args) {
     else if (a == "--topology" && i + 1 < args.size()) topology = args[++i];
     else if (a == "--policy" && i + 1 < args.size()) policy_file = args[++i];
     else if (a == "--partition" && i + 1 < args.size()) partition = args[++i];
+    else if (a == "--calibration" && i + 1 < args.size()) calibration = args[++i];
     else if (a == "--top" && i + 1 < args.size()) {
       const std::string& v = args[++i];
       char* end = nullptr;
@@ -221,6 +236,7 @@ int run(const std::vector<std::string>& args) {
       site.all_frameworks = limits.all_frameworks;
       limits = site;
     }
+    if (!calibration.empty()) limits.params = load_calibration(calibration, s);
     plan = advise(s, limits);
     if (!policy_file.empty()) {
       const auto env_plan = policies::plan_env(policy, plan.env);

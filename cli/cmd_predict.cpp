@@ -1,20 +1,13 @@
-// `paratune predict --scenario FILE [--json] [--topology FILE]`: the prediction for the scenario's fixed layout.
+// `paratune predict --scenario FILE [--json] [--topology FILE] [--calibration FILE]`: the prediction for the scenario's fixed layout.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "advisor_cli.h"
 #include "command.h"
 #include "paratune/advisor/advisor.h"
 
-namespace paratune::cli::advisor_cli {  // defined in cmd_advise.cpp
-advisor::Scenario load_scenario(const std::string& path, const std::string& topology_override,
-                                std::vector<std::string>& notes);
-nlohmann::json layout_json(const advisor::Layout& l);
-nlohmann::json prediction_json(const advisor::Prediction& p);
-std::string layout_text(const advisor::Layout& l);
-void print_breakdown(const advisor::Prediction& p);
-}  // namespace paratune::cli::advisor_cli
 
 namespace paratune::cli {
 namespace {
@@ -22,7 +15,7 @@ namespace {
 using namespace paratune::advisor;
 
 const char* kHelp =
-    "usage: paratune predict --scenario FILE [--json] [--topology FILE]\n"
+    "usage: paratune predict --scenario FILE [--json] [--topology FILE] [--calibration FILE]\n"
     "\n"
     "Predict step time, throughput, MFU, memory per GPU and the time breakdown for the layout the scenario's\n"
     "[parallel] table fixes (missing keys take defaults: dp = the GPUs left over, sequence_parallel = tp > 1,\n"
@@ -32,7 +25,7 @@ const char* kHelp =
     "exit status: 0 ok (also when the layout does not fit), 2 bad input (FILE:LINE:COL: field: what is valid)\n";
 
 int run(const std::vector<std::string>& args) {
-  std::string scenario, topology;
+  std::string scenario, topology, calibration;
   bool as_json = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -40,6 +33,7 @@ int run(const std::vector<std::string>& args) {
     if (a == "--json") as_json = true;
     else if ((a == "--scenario" || a == "-s") && i + 1 < args.size()) scenario = args[++i];
     else if (a == "--topology" && i + 1 < args.size()) topology = args[++i];
+    else if (a == "--calibration" && i + 1 < args.size()) calibration = args[++i];
     else {
       std::fprintf(stderr, "paratune predict: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
       return kBadInput;
@@ -56,7 +50,7 @@ int run(const std::vector<std::string>& args) {
   try {
     s = advisor_cli::load_scenario(scenario, topology, notes);
     l = layout_from_scenario(s);
-    p = predict(s, l);
+    p = calibration.empty() ? predict(s, l) : predict(s, l, advisor_cli::load_calibration(calibration, s));
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "paratune predict: %s\n", e.what());
     return kBadInput;

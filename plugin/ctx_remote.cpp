@@ -110,6 +110,19 @@ bool load_policy(const std::string& partition) {
   }
 }
 
+// The site's calibration (`paratune calibrate` output), read as root: absent is normal, anything else that is
+// wrong is logged and the shipped model is used.
+void load_calibration() {
+  auto& s = state();
+  if (::access(s.config.calibration.c_str(), F_OK) != 0) return;
+  try {
+    s.calibration = advisor::parse_calibration(job::read_trusted_file(s.config.calibration, kMaxScenarioBytes),
+                                               s.config.calibration);
+  } catch (const std::exception& e) {
+    log().error("calibration: {}; using the shipped model", e.what());
+  }
+}
+
 // Where the plan files go: the configured job_dir, else the submit directory, else /tmp; as the job's user.
 std::string write_job_files(const job::Decision& d, const std::string& job_id, const std::string& submit_dir) {
   const auto& cfg = state().config;
@@ -182,6 +195,7 @@ int post_opt(spank_t sp) {
     return 0;
   }
 
+  load_calibration();
   probe::ProbeOptions opts;
   opts.topology_file = s.config.topology;
   opts.allocated_gpus = alloc.gpu_indexes;
@@ -223,6 +237,7 @@ int user_init(spank_t sp) {
   in.topology = *s.topology;
   in.policy = s.policy;
   in.mode = s.mode;
+  in.calibration = s.calibration;
   if (!s.spec->scenario_file.empty()) {
     // Read as the job's user (euid is theirs here), relative paths from the submit directory.
     in.scenario_text = job::read_bounded(resolve_path(s.spec->scenario_file, in.alloc.submit_dir), kMaxScenarioBytes);

@@ -139,11 +139,13 @@ Prediction predict(const Scenario& s) {
   return predict(s, layout_from_scenario(s));
 }
 
-Prediction predict(const Scenario& s, const Layout& layout) {
+Prediction predict(const Scenario& s, const Layout& layout) { return predict(s, layout, shipped_params()); }
+
+Prediction predict(const Scenario& s, const Layout& layout, const ModelParams& params) {
   validate(s);
   const std::string problem = layout_problem(s, layout, s.training.framework);
   if (!problem.empty()) throw std::invalid_argument("parallel: " + problem);
-  Evaluator ev(s, s.training.framework);
+  Evaluator ev(s, s.training.framework, params);
   return to_prediction(s, ev, ev.evaluate(layout));
 }
 
@@ -188,6 +190,7 @@ bool allowed(const std::vector<T>& v, T x) {
 Plan advise(const Scenario& s, const SearchLimits& limits) {
   const auto t0 = std::chrono::steady_clock::now();
   validate(s);
+  const ModelParams& params = limits.params ? *limits.params : shipped_params();
   const ModelSpec& m = s.model;
   const ParallelSpec& c = s.parallel;
   const int N = s.total_gpus();
@@ -215,7 +218,7 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   Framework least_fw = s.training.framework;
 
   for (Framework f : fws) {
-    Evaluator ev(s, f);
+    Evaluator ev(s, f, params);
     ev.headroom_gib = limits.memory_headroom_gib;
     const bool tp_ok = f != Framework::Fsdp;
     const bool pp_ok = f != Framework::Fsdp;
@@ -303,7 +306,7 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   if (best.empty()) {
     std::string msg = "nothing fits in " + fmt("%.1f", effective_gpu(s.cluster).memory_gib) + " GiB per GPU";
     if (least_mem < 1e29) {
-      Evaluator ev(s, least_fw);
+      Evaluator ev(s, least_fw, params);
       MemoryBreakdown mb;
       ev.memory_gib(least_layout, &mb);
       const double need_nodes = std::ceil(s.cluster.nodes * least_mem / ev.capacity_gib());
@@ -333,13 +336,13 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   plan.framework = best[win].f;
   plan.layout = best[win].l;
   {
-    Evaluator ev(s, plan.framework);
+    Evaluator ev(s, plan.framework, params);
     ev.headroom_gib = limits.memory_headroom_gib;
     plan.prediction = to_prediction(s, ev, ev.evaluate(plan.layout));
   }
   for (size_t i = 0; i < best.size() && int(plan.alternatives.size()) < limits.top_n; ++i) {
     if (i == win) continue;
-    Evaluator ev(s, best[i].f);
+    Evaluator ev(s, best[i].f, params);
     ev.headroom_gib = limits.memory_headroom_gib;
     plan.alternatives.push_back({best[i].f, best[i].l, to_prediction(s, ev, ev.evaluate(best[i].l))});
   }

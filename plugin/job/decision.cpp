@@ -38,7 +38,14 @@ Decision decide(const DecisionInput& in) {
   // The site has the last word: its facts replace the probe's, its caps replace the user's constraints.
   d.policy_changes = policies::apply_to_scenario(in.policy, d.scenario);
   advisor::validate(d.scenario);
-  d.plan = advisor::advise(d.scenario, policies::search_limits(in.policy));
+  auto limits = policies::search_limits(in.policy);
+  if (in.calibration) {
+    limits.params = advisor::calibrated_params(*in.calibration, d.scenario);
+    if (advisor::find_entry(*in.calibration, d.scenario.cluster.gpu, d.scenario.cluster.fabric))
+      d.notes.push_back("model calibrated for " + d.scenario.cluster.gpu + " on " +
+                        advisor::to_string(d.scenario.cluster.fabric) + " from this site's history");
+  }
+  d.plan = advisor::advise(d.scenario, limits);
   return d;
 }
 

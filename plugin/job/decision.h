@@ -2,6 +2,7 @@
 // Pure apart from what the caller hands in (no Slurm, no file I/O): the plugin and the CLI both use it.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "job_env.h"
 #include "option_spec.h"
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/calibration_file.h"
 #include "paratune/probe/topology.h"
 #include "plugin_config.h"
 
@@ -24,6 +26,7 @@ struct DecisionInput {
   std::string scenario_text;            // content of @FILE, read by the caller as the job's user
   policies::EffectivePolicy policy;     // the site policy for the job's partition (default: none)
   Mode mode = Mode::Apply;              // as decided by policies::decide_mode
+  std::optional<advisor::Calibration> calibration;  // the site's fitted efficiencies, when present
 };
 
 struct Decision {

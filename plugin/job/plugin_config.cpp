@@ -4,7 +4,7 @@ namespace paratune::job {
 
 namespace {
 
-constexpr const char* kValidKeys = "topology, policy, log_dir, cache, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms";
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms";
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
@@ -34,6 +34,8 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
       c.policy_explicit = true;
     } else if (key == "log_dir") {
       c.log_dir = absolute_path(key, value);
+    } else if (key == "calibration") {
+      c.calibration = absolute_path(key, value);
     } else if (key == "cache") {
       c.cache = absolute_path(key, value);
     } else if (key == "job_dir") {

@@ -102,17 +102,46 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
   if (locked) ::flock(fd.get(), LOCK_UN);
 }
 
+namespace {
+
+// Read what is left of an open regular file, up to `limit` bytes.
+std::string read_fd_bounded(int fd, const std::string& path, size_t limit, bool* truncated);
+
+}  // namespace
+
 std::string read_bounded(const std::string& path, size_t limit, bool* truncated) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (!fd) fail("open " + path);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail("stat " + path);
   if (!S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+  return read_fd_bounded(fd.get(), path, limit, truncated);
+}
+
+std::string read_trusted_file(const std::string& path, size_t limit, uid_t owner) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) fail("open " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail("stat " + path);
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+  if (st.st_uid != owner)
+    throw std::runtime_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not " + std::to_string(owner) +
+                             ": refused");
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) throw std::runtime_error(path + ": writable by group or others: refused");
+  bool truncated = false;
+  std::string out = read_fd_bounded(fd.get(), path, limit, &truncated);
+  if (truncated) throw std::runtime_error(path + ": larger than " + std::to_string(limit) + " bytes");
+  return out;
+}
+
+namespace {
+
+std::string read_fd_bounded(int fd, const std::string& path, size_t limit, bool* truncated) {
   std::string out;
   out.resize(limit + 1);
   size_t got = 0;
   while (got < out.size()) {
-    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       fail("read " + path);
@@ -124,5 +153,7 @@ std::string read_bounded(const std::string& path, size_t limit, bool* truncated)
   out.resize(std::min(got, limit));
   return out;
 }
+
+}  // namespace
 
 }  // namespace paratune::job

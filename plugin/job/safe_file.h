@@ -41,4 +41,8 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
 // Read at most `limit` bytes of a regular file, not following symlinks; `truncated` says if there was more.
 std::string read_bounded(const std::string& path, size_t limit, bool* truncated = nullptr);
 
+// An admin's file read as root (calibration): it must be owned by `owner` and not writable by group or others,
+// else std::runtime_error says why (a user-writable input would let users steer every job's decision).
+std::string read_trusted_file(const std::string& path, size_t limit, uid_t owner = 0);
+
 }  // namespace paratune::job

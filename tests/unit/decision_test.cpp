@@ -154,3 +154,20 @@ TEST(DecisionWithPolicy, MaxModeLowersTheUsersApply) {
   auto md = decide_job_mode(&spec, PluginConfig{}, site_policy("debug"), 8);
   EXPECT_EQ(md.mode, Mode::Suggest);
 }
+
+TEST(DecisionWithCalibration, TheSitesFittedEfficiencyChangesThePrediction) {
+  auto in = input("llama3-8b,gbs=256,tp=2,pp=1");
+  const double shipped = decide(in).plan.prediction.step_time_s;
+  advisor::Calibration cal;
+  advisor::CalibrationEntry e;
+  e.gpu = "a100-sxm4-80gb";
+  e.fabric = "infiniband";
+  e.compute_scale = 0.5;  // this site's GEMMs run at half the shipped efficiency
+  e.samples = 10;
+  cal.entries.push_back(e);
+  // Through the file format, as the plugin reads it.
+  in.calibration = advisor::parse_calibration(advisor::to_toml(cal), "calibration.toml");
+  auto d = decide(in);
+  EXPECT_GT(d.plan.prediction.step_time_s, 1.5 * shipped);
+  EXPECT_NE(d.notes.back().find("calibrated"), std::string::npos);
+}

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <stdexcept>
+#include <optional>
 #include <string>
 
+#include "paratune/advisor/model.h"
 #include "paratune/advisor/plan.h"
 #include "paratune/advisor/scenario.h"
 
@@ -20,6 +22,7 @@ struct SearchLimits {
   int top_n = 5;
   bool all_frameworks = false;                        // also search the other frameworks (those in `frameworks`)
   bool allow_tp_beyond_nvlink = false;                // TP groups may span NVLink domains (slow; off)
+  std::optional<ModelParams> params;                  // the site's calibration (calibration_file.h); unset = shipped
 };
 
 // Nothing fits: the message says what would (more GPUs, full recompute, ...).
@@ -30,6 +33,7 @@ struct NothingFits : std::runtime_error {
 // Predict one fully specified layout (scenario.parallel must give it; defaults fill the rest).
 Prediction predict(const Scenario& s);
 Prediction predict(const Scenario& s, const Layout& layout);
+Prediction predict(const Scenario& s, const Layout& layout, const ModelParams& params);
 
 // Search all valid layouts; throws NothingFits when no layout fits memory.
 Plan advise(const Scenario& s, const SearchLimits& limits = {});

@@ -1,0 +1,23 @@
+// Helpers that `paratune advise` and `paratune predict` share (defined in cmd_advise.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "paratune/advisor/advisor.h"
+
+namespace paratune::cli::advisor_cli {
+
+// Scenario file + topology ([cluster] topology = "..." relative to the file, or --topology): cluster facts probed.
+advisor::Scenario load_scenario(const std::string& path, const std::string& topology_override,
+                                std::vector<std::string>& notes);
+// --calibration FILE: the site's fitted efficiencies (`paratune calibrate` output) for this scenario.
+advisor::ModelParams load_calibration(const std::string& path, const advisor::Scenario& s);
+nlohmann::json layout_json(const advisor::Layout& l);
+nlohmann::json prediction_json(const advisor::Prediction& p);
+std::string layout_text(const advisor::Layout& l);
+void print_breakdown(const advisor::Prediction& p);
+
+}  // namespace paratune::cli::advisor_cli
