@@ -19,6 +19,7 @@
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/scenario_toml.h"
 #include "paratune/probe/probe.h"
+#include "job/plan_json.h"
 #include "job/scenario_builder.h"
 #include "paratune/policies/policy.h"
 
@@ -76,37 +77,9 @@ Scenario load_scenario(const std::string& path, const std::string& topology_over
   return s;
 }
 
-json layout_json(const Layout& l) {
-  json j = {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"virtual_stages", l.virtual_stages},
-            {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"recompute", to_string(l.recompute)},
-            {"sequence_parallel", l.sequence_parallel}};
-  if (l.shard_group > 0) j["shard_group"] = l.shard_group;
-  return j;
-}
+json layout_json(const Layout& l) { return job::to_json(l); }
 
-json prediction_json(const Prediction& p) {
-  const Breakdown& b = p.breakdown;
-  const MemoryBreakdown& m = p.memory;
-  json j = {{"step_time_s", p.step_time_s},
-            {"tokens_per_s", p.tokens_per_s},
-            {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
-            {"model_tflops_per_gpu", p.model_tflops_per_gpu},
-            {"hardware_tflops_per_gpu", p.hardware_tflops_per_gpu},
-            {"mfu", p.mfu},
-            {"flop_convention", std::string(p.flop_convention) + "; mfu against the dense BF16/FP16 peak"},
-            {"microbatches_per_step", p.microbatches},
-            {"memory_gib_per_gpu", p.memory_gib_per_gpu},
-            {"memory_capacity_gib", p.memory_capacity_gib},
-            {"fits", p.fits},
-            {"memory_gib", {{"weights", m.weights}, {"gradients", m.gradients}, {"optimizer", m.optimizer},
-                            {"activations", m.activations}, {"logits", m.logits}, {"buffers", m.buffers},
-                            {"reserve", m.reserve}}},
-            {"breakdown", {{"compute", b.compute}, {"recompute", b.recompute}, {"tp_comm", b.tp_comm},
-                           {"cp_comm", b.cp_comm}, {"pp_bubble", b.pp_bubble}, {"pp_comm", b.pp_comm},
-                           {"dp_comm_exposed", b.dp_comm_exposed}, {"optimizer", b.optimizer}, {"other", b.other}}}};
-  if (!p.fits) j["overflow"] = p.overflow;
-  return j;
-}
+json prediction_json(const Prediction& p) { return job::to_json(p); }
 
 std::string layout_text(const Layout& l) {
   char b[160];

@@ -23,22 +23,25 @@ json to_json(const advisor::Layout& l) { return tuning::layout_to_json(l); }
 json to_json(const advisor::Prediction& p) {
   const auto& b = p.breakdown;
   const auto& m = p.memory;
-  return {{"step_time_s", p.step_time_s},
-          {"tokens_per_s", p.tokens_per_s},
-          {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
-          {"model_tflops_per_gpu", p.model_tflops_per_gpu},
-          {"mfu", p.mfu},
-          {"flop_convention", "6*N*tokens + attention (12*l*h*s per token), no recompute"},
-          {"memory_gib_per_gpu", p.memory_gib_per_gpu},
-          {"memory_capacity_gib", p.memory_capacity_gib},
-          {"fits", p.fits},
-          {"overflow", p.overflow},
-          {"memory", {{"weights", m.weights}, {"gradients", m.gradients}, {"optimizer", m.optimizer},
-                      {"activations", m.activations}, {"logits", m.logits}, {"buffers", m.buffers},
-                      {"reserve", m.reserve}}},
-          {"breakdown", {{"compute", b.compute}, {"recompute", b.recompute}, {"tp_comm", b.tp_comm},
-                         {"cp_comm", b.cp_comm}, {"pp_bubble", b.pp_bubble}, {"pp_comm", b.pp_comm},
-                         {"dp_comm_exposed", b.dp_comm_exposed}, {"optimizer", b.optimizer}, {"other", b.other}}}};
+  json j = {{"step_time_s", p.step_time_s},
+            {"tokens_per_s", p.tokens_per_s},
+            {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+            {"model_tflops_per_gpu", p.model_tflops_per_gpu},
+            {"hardware_tflops_per_gpu", p.hardware_tflops_per_gpu},
+            {"mfu", p.mfu},
+            {"flop_convention", std::string(p.flop_convention) + "; mfu against the dense BF16/FP16 peak"},
+            {"microbatches_per_step", p.microbatches},
+            {"memory_gib_per_gpu", p.memory_gib_per_gpu},
+            {"memory_capacity_gib", p.memory_capacity_gib},
+            {"fits", p.fits},
+            {"memory_gib", {{"weights", m.weights}, {"gradients", m.gradients}, {"optimizer", m.optimizer},
+                            {"activations", m.activations}, {"logits", m.logits}, {"buffers", m.buffers},
+                            {"reserve", m.reserve}}},
+            {"breakdown", {{"compute", b.compute}, {"recompute", b.recompute}, {"tp_comm", b.tp_comm},
+                           {"cp_comm", b.cp_comm}, {"pp_bubble", b.pp_bubble}, {"pp_comm", b.pp_comm},
+                           {"dp_comm_exposed", b.dp_comm_exposed}, {"optimizer", b.optimizer}, {"other", b.other}}}};
+  if (!p.fits) j["overflow"] = p.overflow;
+  return j;
 }
 
 json to_json(const advisor::Plan& p) {
