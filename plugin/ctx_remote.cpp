@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "contexts.h"
@@ -286,7 +287,8 @@ void write_tuning_line(const std::string& line) {
     if (::fchownat(dir.get(), name.c_str(), 0, gid, AT_SYMLINK_NOFOLLOW) != 0)
       log().warn("could not give {} to group {}", path, *s.policy.log.group);
   }
-  ::fchmodat(dir.get(), name.c_str(), mode, 0);
+  if (::fchmodat(dir.get(), name.c_str(), mode, 0) != 0)
+    log().warn("could not set mode {:04o} on {}: {}", static_cast<unsigned>(mode), path, std::strerror(errno));
 }
 
 // What the job achieved, from its report: read as the job's user in a bounded child. A bad report never stops

@@ -11,10 +11,11 @@
 namespace paratune::plugin {
 
 int slurmd_init(spank_t, int ac, char** av) {
+  // The version first: it is what an admin needs when a bad plugstack line disables the plugin below.
+  log().info("paratune {} (built for Slurm {}) loaded in slurmd", kVersion, kSlurmVersion);
   if (!load_config(ac, av)) return 0;
   const auto& cfg = state().config;
-  log().info("paratune {} (built for Slurm {}) loaded in slurmd; topology={}", kVersion, kSlurmVersion,
-             cfg.topology.empty() ? "live probe" : cfg.topology);
+  log().info("topology={}", cfg.topology.empty() ? "live probe" : cfg.topology);
   try {
     const auto slash = cfg.cache.find_last_of('/');
     if (slash != std::string::npos && slash > 0) job::ensure_directory(cfg.cache.substr(0, slash), 0755, 0);

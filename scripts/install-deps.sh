@@ -8,6 +8,7 @@ packages=(
   libhwloc-dev libibverbs-dev ibverbs-providers
   libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  groff-base man-db
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -10,7 +10,16 @@ LOG_DIR=$PARATUNE_TEST_DIR/paratune-log
 BASE_ARGS=("topology=builtin:nvidia-dgx2" "log_dir=$LOG_DIR" "cache=$PARATUNE_TEST_DIR/run/topology.json")
 failures=0
 
-plugstack() { "$(dirname "$0")/local_slurm.sh" plugstack "$PARATUNE_TEST_DIR" "$PARATUNE_PLUGIN" "$@"; }
+# Tests never read the machine's /etc/paratune (an installed package must not change them): unless a test names
+# its own, the policy is an empty root-owned file and the calibration a file that does not exist.
+ISOLATED_POLICY=$PARATUNE_TEST_DIR/etc/empty-policy.toml
+[ -f "$ISOLATED_POLICY" ] || { : > "$ISOLATED_POLICY"; chmod 0644 "$ISOLATED_POLICY"; }
+plugstack() {
+  local args=("$@")
+  [[ " ${args[*]}" == *" policy="* ]] || args+=("policy=$ISOLATED_POLICY")
+  [[ " ${args[*]}" == *" calibration="* ]] || args+=("calibration=$PARATUNE_TEST_DIR/etc/no-calibration.toml")
+  "$(dirname "$0")/local_slurm.sh" plugstack "$PARATUNE_TEST_DIR" "$PARATUNE_PLUGIN" "${args[@]}"
+}
 plugstack "${BASE_ARGS[@]}"
 
 fail() { echo "FAIL: $*" >&2; failures=$((failures+1)); }

@@ -111,7 +111,10 @@ CONF
   write_plugstack "$so" "$@"
   export SLURM_CONF=$conf
   slurmctld -f "$conf" || die "slurmctld did not start; see $dir/log/slurmctld.log"
-  slurmd -f "$conf" -N "$node" || die "slurmd did not start; see $dir/log/slurmd.log"
+  # PARATUNE_DAEMON_ENV: extra NAME=VALUE words for slurmd's environment, inherited by the slurmstepd it execs (e.g.
+  # scripts/ci-sanitize.sh: "LD_PRELOAD=.../libasan.so.8 ASAN_OPTIONS=log_path=DIR/asan..." for a sanitized plugin).
+  # shellcheck disable=SC2086
+  env ${PARATUNE_DAEMON_ENV:-} slurmd -f "$conf" -N "$node" || die "slurmd did not start; see $dir/log/slurmd.log"
   wait_idle
 }
 

@@ -190,7 +190,7 @@ group = "adm"
 }
 
 TEST(Parse, ShippedExampleIsValid) {
-  const PolicyFile f = load_policy(std::string(PARATUNE_SOURCE_ROOT) + "/etc/policy.toml");
+  const PolicyFile f = load_policy(std::string(PARATUNE_SOURCE_ROOT) + "/etc/policy.example.toml");
   EXPECT_EQ(resolve(f, "opa").limits.max_tp, 4);
   EXPECT_FALSE(resolve(f, "cpu").enabled);
   EXPECT_EQ(resolve(f, "debug").max_mode, Mode::Suggest);
