@@ -206,8 +206,12 @@ int post_opt(spank_t sp) {
   s.topology = job::probe_with_deadline(opts, cache, s.config.probe_timeout_ms, &cached);
   log().debug("probe: {} ({})", cached.hit ? "cache hit" : "probed", cached.reason);
 
-  // srun steps inside a batch script inherit the batch step's decision: one decision per job.
-  if (auto inherited = env.get("PARATUNE_PLAN")) {
+  // srun steps inside a batch script inherit the batch step's decision: one decision per job. The batch step
+  // itself always decides (a PARATUNE_PLAN exported by the user is no decision), and an inheriting step still
+  // gets the site's forced and forbidden variables: exporting PARATUNE_PLAN must not be a way around them.
+  auto inherited = step == kBatchStep ? std::nullopt : env.get("PARATUNE_PLAN");
+  if (inherited) {
+    s.policy_env_only = true;
     const auto fp = env.get("PARATUNE_FINGERPRINT").value_or("");
     if (fp != s.topology->fingerprint)
       log().warn("job {} step {}: this node's topology fingerprint {} differs from the plan's {} ({}); "

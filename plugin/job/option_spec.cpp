@@ -21,11 +21,18 @@ std::string join_presets() {
   return out;
 }
 
+// User input quoted in a message, cut to a readable length: a 1 MB value must not come back as a 1 MB error.
+std::string shown(std::string_view text) {
+  constexpr size_t kMax = 60;
+  if (text.size() <= kMax) return std::string(text);
+  return std::string(text.substr(0, kMax)) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 int parse_int(std::string_view key, std::string_view value, int lo, int hi) {
   int v = 0;
   auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (ec != std::errc() || ptr != value.data() + value.size() || v < lo || v > hi)
-    throw SpecError("--paratune: '" + std::string(key) + "=" + std::string(value) + "': " + std::string(key) +
+    throw SpecError("--paratune: '" + shown(std::string(key) + "=" + std::string(value)) + "': " + std::string(key) +
                     " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
   return v;
 }
@@ -44,27 +51,28 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 void set_model(OptionSpec& spec, std::string_view token, std::string_view value) {
   if (!advisor::is_model_preset(std::string(value)))
-    throw SpecError("--paratune: '" + std::string(token) + "': unknown model preset '" + std::string(value) +
+    throw SpecError("--paratune: '" + shown(token) + "': unknown model preset '" + shown(value) +
                     "'; valid presets: " + join_presets());
   spec.model = std::string(value);
 }
 
 // Validate an enumerated value with the advisor's own parser so the lists never drift apart.
+// A value too long to be valid is handed over shortened, so that the parser's message (which quotes it and
+// lists the valid choices) stays short.
 template <typename Parse>
-std::string checked(std::string_view token, std::string_view value, Parse parse) {
+auto checked(std::string_view token, std::string_view value, Parse parse) {
   try {
-    parse(std::string(value));
+    return parse(value.size() > 64 ? shown(value) : std::string(value));
   } catch (const std::invalid_argument& e) {
-    throw SpecError("--paratune: '" + std::string(token) + "': " + e.what());
+    throw SpecError("--paratune: '" + shown(token) + "': " + e.what());
   }
-  return std::string(value);
 }
 
 void apply_key(OptionSpec& spec, std::string_view token) {
   const size_t eq = token.find('=');
   const std::string_view key = token.substr(0, eq);
   const std::string_view value = token.substr(eq + 1);
-  if (value.empty()) throw SpecError("--paratune: '" + std::string(token) + "': empty value for " + std::string(key));
+  if (value.empty()) throw SpecError("--paratune: '" + shown(token) + "': empty value for " + shown(key));
   if (key == "model") set_model(spec, token, value);
   else if (key == "seq") spec.seq = parse_int(key, value, 1, 1 << 22);
   else if (key == "gbs") spec.gbs = parse_int(key, value, 1, 1 << 24);
@@ -73,17 +81,12 @@ void apply_key(OptionSpec& spec, std::string_view token) {
   else if (key == "pp") spec.pp = parse_int(key, value, 1, 1024);
   else if (key == "cp") spec.cp = parse_int(key, value, 1, 1024);
   else if (key == "zero") spec.zero = parse_int(key, value, 0, 3);
-  else if (key == "framework") spec.framework = checked(token, value, advisor::framework_from_string);
-  else if (key == "precision") spec.precision = checked(token, value, advisor::precision_from_string);
-  else if (key == "recompute") spec.recompute = checked(token, value, advisor::recompute_from_string);
-  else if (key == "mode") {
-    try {
-      spec.mode = mode_from_string(std::string(value));
-    } catch (const std::invalid_argument& e) {
-      throw SpecError("--paratune: '" + std::string(token) + "': " + e.what());
-    }
-  } else {
-    throw SpecError("--paratune: unknown key '" + std::string(key) + "' in '" + std::string(token) +
+  else if (key == "framework") spec.framework = advisor::to_string(checked(token, value, advisor::framework_from_string));
+  else if (key == "precision") spec.precision = advisor::to_string(checked(token, value, advisor::precision_from_string));
+  else if (key == "recompute") spec.recompute = advisor::to_string(checked(token, value, advisor::recompute_from_string));
+  else if (key == "mode") spec.mode = checked(token, value, [](const std::string& v) { return mode_from_string(v); });
+  else {
+    throw SpecError("--paratune: unknown key '" + shown(key) + "' in '" + shown(token) +
                     "'; valid keys: " + kValidKeys);
   }
 }
@@ -110,10 +113,10 @@ OptionSpec parse_option_spec(std::string_view text) {
                     std::to_string(kMaxTokens) + " are accepted");
   for (size_t i = 0; i < tokens.size(); ++i) {
     const auto token = tokens[i];
-    if (token.empty()) throw SpecError("--paratune: empty item in '" + spec.raw + "' (stray comma?)");
+    if (token.empty()) throw SpecError("--paratune: empty item in '" + shown(spec.raw) + "' (stray comma?)");
     if (token.find('=') == std::string_view::npos) {
       if (i != 0)
-        throw SpecError("--paratune: '" + std::string(token) + "' is not key=value; only the first item may be " +
+        throw SpecError("--paratune: '" + shown(token) + "' is not key=value; only the first item may be " +
                         "a bare model preset; valid keys: " + kValidKeys);
       set_model(spec, token, token);
       continue;

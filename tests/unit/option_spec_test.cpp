@@ -93,3 +93,16 @@ TEST(OptionSpec, HugeSpecIsRejectedCheaply) {
     EXPECT_NE(std::string(e.what()).find("at most"), std::string::npos);
   }
 }
+
+TEST(OptionSpec, MessagesNeverEchoAHugeValue) {
+  for (const char* key : {"model", "framework", "mode", "precision", "recompute", "gbs", "colour"}) {
+    const std::string spec = std::string(key) + "=" + std::string(3000, 'z');  // under the 4096-byte cap
+    try {
+      parse_option_spec(spec);
+      FAIL() << key;
+    } catch (const SpecError& e) {
+      EXPECT_LT(std::string(e.what()).size(), 2000u) << key;
+      EXPECT_NE(std::string(e.what()).find(" bytes)"), std::string::npos) << e.what();  // shortened, with its size
+    }
+  }
+}
