@@ -93,12 +93,23 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
   // O_APPEND + one write keeps lines whole even if the lock could not be had in 2 s.
   std::string data = line;
   if (data.empty() || data.back() != '\n') data.push_back('\n');
+  struct stat before {};
+  const bool know_size = locked && ::fstat(fd.get(), &before) == 0;
   ssize_t n;
   do {
     n = ::write(fd.get(), data.data(), data.size());
   } while (n < 0 && errno == EINTR);
+  if (n >= 0 && static_cast<size_t>(n) != data.size()) {
+    // A full disk took part of the line: cut it off again, so that every line of the log stays whole JSON.
+    const int saved = ENOSPC;
+    if (know_size && ::ftruncate(fd.get(), before.st_size) == 0) {
+      if (locked) ::flock(fd.get(), LOCK_UN);
+      errno = saved;
+      fail("append to " + name + " (partial line removed)");
+    }
+    throw std::runtime_error(name + ": short write (disk full?)");
+  }
   if (n < 0) fail("append to " + name);
-  if (static_cast<size_t>(n) != data.size()) throw std::runtime_error(name + ": short write (disk full?)");
   if (locked) ::flock(fd.get(), LOCK_UN);
 }
 

@@ -52,6 +52,20 @@ std::vector<std::string> device_list(const std::string& sysfs_root) {
   return out;
 }
 
+// The whole file behind an open descriptor; nullopt on a read error or beyond max_bytes.
+std::optional<std::string> read_fd(int fd, size_t max_bytes) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) return std::nullopt;
+  }
+}
+
 std::string file_key(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return path + ":missing";
@@ -119,9 +133,18 @@ Topology probe_cached(const ProbeOptions& options, const CacheOptions& cache, Ca
   if (cache.path.empty()) {
     r.reason = "no cache path";
   } else {
+    // The checks and the read on one descriptor opened without following a symlink: no window in which the
+    // checked file can be swapped for another (O_NONBLOCK: a FIFO planted there cannot block the open).
+    Fd f;
+    f.fd = ::open(cache.path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    const int open_errno = errno;
     struct stat st {};
-    if (::lstat(cache.path.c_str(), &st) != 0) {
+    if (f.fd < 0 && open_errno == ENOENT) {
       r.reason = "missing";
+    } else if (f.fd < 0 && open_errno == ELOOP) {
+      r.reason = "not a regular file";
+    } else if (f.fd < 0 || ::fstat(f.fd, &st) != 0) {
+      r.reason = "unreadable";
     } else if (!S_ISREG(st.st_mode)) {
       r.reason = "not a regular file";
     } else if (st.st_uid != cache.owner_uid) {
@@ -130,7 +153,7 @@ Topology probe_cached(const ProbeOptions& options, const CacheOptions& cache, Ca
       r.reason = "group/world-writable";
     } else if (boot_id.empty()) {
       r.reason = "no boot id";
-    } else if (auto text = internal::read_file(cache.path, 16u << 20); !text) {
+    } else if (auto text = read_fd(f.fd, 16u << 20); !text) {
       r.reason = "unreadable";
     } else {
       try {

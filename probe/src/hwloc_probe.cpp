@@ -3,8 +3,14 @@
 // lowest-common-ancestor walk (hwloc_get_common_ancestor_obj crashes on I/O objects in 2.9).
 #include <hwloc.h>
 #include <hwloc/distances.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -210,24 +216,95 @@ void merge_port_facts(Nic& into, const Nic& from) {
   if (into.pci_bus_id.empty()) into.pci_bus_id = from.pci_bus_id;
 }
 
-}  // namespace
-
-Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
-  hwloc_topology_t raw = nullptr;
-  if (hwloc_topology_init(&raw) != 0) throw ProbeError(src.origin + ": hwloc_topology_init failed");
-  TopologyPtr holder(raw);
-  hwloc_topology_t topo = holder.get();
+// The options every load sets before hwloc_topology_load (the trial load in the child uses the same).
+void configure(hwloc_topology_t topo) {
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   // Not registered on Debian for most of them: -1 is expected and harmless.
   for (const char* c : {"opencl", "gl", "cuda", "nvml", "rsmi", "levelzero", "pci"})
     (void)hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
+}
+
+constexpr int kXmlCheckSeconds = 20;
+
+// hwloc 2.9.0's XML importer dereferences NULL on some malformed files (e.g. a NUMANode whose complete_nodeset
+// attribute is misspelt: SIGSEGV in hwloc_bitmap_or; others in hwloc_bitmap_compare_first) — found by
+// tests/fuzz/fuzz_hwloc_xml, reproduced with a plain C program against Debian's libhwloc. A topology= file is the
+// administrator's, but one typo in it must not crash slurmd (which probes at start) or every job step: an XML
+// that is not compiled in is loaded first in a forked child, bounded in time, and only loaded here if the child
+// loaded it cleanly (same bytes, same library: the second load takes the same path). The child touches nothing
+// but hwloc and leaves with _exit; a crash there is silent (default signal action, no core file).
+void check_xml_in_child(const HwlocSource& src) {
+  // With SIGCHLD ignored the kernel reaps the child and waitpid() cannot see its status: default it meanwhile.
+  struct sigaction old_chld {}, dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigemptyset(&dfl.sa_mask);
+  const bool restore = ::sigaction(SIGCHLD, nullptr, &old_chld) == 0 && old_chld.sa_handler == SIG_IGN &&
+                       ::sigaction(SIGCHLD, &dfl, nullptr) == 0;
+  struct RestoreChld {
+    bool on;
+    const struct sigaction& old;
+    ~RestoreChld() {
+      if (on) ::sigaction(SIGCHLD, &old, nullptr);
+    }
+  } restore_chld{restore, old_chld};
+  const pid_t pid = ::fork();
+  if (pid < 0) throw ProbeError(src.origin + ": cannot fork to check the XML: " + std::strerror(errno));
+  if (pid == 0) {
+    const struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
+    ::alarm(kXmlCheckSeconds + 5);  // never outlive the parent's wait by much, even if the parent is gone
+    hwloc_topology_t topo = nullptr;
+    if (hwloc_topology_init(&topo) != 0) ::_exit(2);
+    configure(topo);
+    if (hwloc_topology_set_xmlbuffer(topo, src.text_or_dir.c_str(), static_cast<int>(src.text_or_dir.size() + 1)) != 0)
+      ::_exit(1);
+    ::_exit(hwloc_topology_load(topo) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  const std::time_t deadline = std::time(nullptr) + kXmlCheckSeconds;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR)
+      throw ProbeError(src.origin + ": lost the XML check process: " + std::strerror(errno));
+    if (std::time(nullptr) >= deadline) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      throw ProbeError(src.origin + ": hwloc did not finish loading this XML within " +
+                       std::to_string(kXmlCheckSeconds) + " s; not a usable topology file");
+    }
+    const struct timespec ts {0, 2 * 1000 * 1000};
+    ::nanosleep(&ts, nullptr);
+  }
+  if (WIFSIGNALED(status))
+    throw ProbeError(src.origin + ": hwloc " + std::to_string(HWLOC_API_VERSION >> 16) + ".x crashes on this XML (" +
+                     ::strsignal(WTERMSIG(status)) + "); the file is corrupt");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw ProbeError(src.origin + ": hwloc could not load this XML (corrupt, or a format newer than hwloc " +
+                     std::to_string(HWLOC_API_VERSION >> 16) + ".x reads)");
+}
+
+}  // namespace
+
+Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
+  if (src.kind == HwlocSource::XmlText && src.text_or_dir.size() > 512u << 20)
+    throw ProbeError(src.origin + ": file too large for an hwloc XML");
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) throw ProbeError(src.origin + ": hwloc_topology_init failed");
+  TopologyPtr holder(raw);
+  hwloc_topology_t topo = holder.get();
+  configure(topo);
+  // After init: hwloc's components (dlopen'ed plugins) are loaded while a topology exists, so the child inherits
+  // them instead of calling dlopen after fork.
+  if (src.kind == HwlocSource::XmlText && !src.trusted) check_xml_in_child(src);
 
   Topology t;
   int rc = 0;
   if (src.kind == HwlocSource::XmlText) {
     t.source = "hwloc-xml";
-    if (src.text_or_dir.size() > 512u << 20) throw ProbeError(src.origin + ": file too large for an hwloc XML");
     if (hwloc_topology_set_xmlbuffer(topo, src.text_or_dir.c_str(), static_cast<int>(src.text_or_dir.size() + 1)) != 0)
       throw ProbeError(src.origin + ": hwloc cannot use this XML");
     rc = hwloc_topology_load(topo);

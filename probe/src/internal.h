@@ -17,6 +17,9 @@ struct HwlocSource {
   enum Kind { XmlText, Fsroot, Live } kind = Live;
   std::string text_or_dir;  // XML text or fsroot directory
   std::string origin;       // file name for messages
+  // XmlText only: compiled-in XML (builtin:NAME) is trusted; any other XML is first loaded in a forked child
+  // (hwloc 2.9's importer crashes on some malformed files; see check_xml_in_child in hwloc_probe.cpp).
+  bool trusted = false;
 };
 
 // Extra facts a live / fsroot probe adds to hwloc's view.

@@ -111,10 +111,11 @@ CONF
   write_plugstack "$so" "$@"
   export SLURM_CONF=$conf
   slurmctld -f "$conf" || die "slurmctld did not start; see $dir/log/slurmctld.log"
-  # PARATUNE_DAEMON_ENV: extra NAME=VALUE words for slurmd's environment, inherited by the slurmstepd it execs (e.g.
-  # scripts/ci-sanitize.sh: "LD_PRELOAD=.../libasan.so.8 ASAN_OPTIONS=log_path=DIR/asan..." for a sanitized plugin).
+  # LOCAL_SLURM_DAEMON_ENV: extra NAME=VALUE words for slurmd's environment, inherited by the slurmstepd it execs
+  # (scripts/ci-sanitize.sh: "LD_PRELOAD=.../libasan.so.8:... ASAN_OPTIONS=log_path=DIR/..." for a sanitized plugin).
+  # Not PARATUNE_*: sbatch exports the caller's environment into jobs, and tests check jobs have no PARATUNE_*.
   # shellcheck disable=SC2086
-  env ${PARATUNE_DAEMON_ENV:-} slurmd -f "$conf" -N "$node" || die "slurmd did not start; see $dir/log/slurmd.log"
+  env ${LOCAL_SLURM_DAEMON_ENV:-} slurmd -f "$conf" -N "$node" || die "slurmd did not start; see $dir/log/slurmd.log"
   wait_idle
 }
 

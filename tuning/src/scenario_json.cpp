@@ -1,5 +1,8 @@
 #include "paratune/tuning/scenario_json.h"
 
+#include <algorithm>
+#include <limits>
+
 #include <stdexcept>
 #include <string>
 
@@ -22,7 +25,9 @@ void opt_num(const json& j, const char* key, T& out, const std::string& where) {
   if (it == j.end() || it->is_null()) return;
   if (!it->is_number()) throw std::invalid_argument(where + key + ": must be a number");
   const double v = it->get<double>();
-  if (!(v >= 0) || v > 1e12) throw std::invalid_argument(where + key + ": out of range");
+  // The bound is the target type's: converting a double beyond it is undefined behaviour (found by fuzz_tuning_log).
+  const double hi = std::min(1e12, static_cast<double>(std::numeric_limits<T>::max()));
+  if (!(v >= 0) || v > hi) throw std::invalid_argument(where + key + ": out of range");
   out = static_cast<T>(v);
 }
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# CI sanitizer stage: build everything with AddressSanitizer + UndefinedBehaviorSanitizer (gcc; libasan8 and
+# libubsan1 come with Debian 12's gcc-12) in build-asan, run the unit tests, then the real-Slurm integration tests
+# with the SANITIZED plugin loaded in slurmd, slurmstepd, sbatch and srun. Pass condition: every test passes and
+# there is not a single ASan/UBSan/LSan report. Needs root (the integration tests run real Slurm daemons).
+#
+#   scripts/ci-sanitize.sh [unit|integration|all] [CTEST ARGS...]     default: all; e.g. integration -R fault_
+#
+# How the sanitized plugin gets into Slurm's processes (none of them is built with ASan):
+#   * slurmd: tests/integration/local_slurm.sh starts it with $LOCAL_SLURM_DAEMON_ENV, here
+#     LD_PRELOAD=<gcc's libasan.so>:<libstdc++.so.6> plus ASAN_OPTIONS/UBSAN_OPTIONS with log_path=<dir>/...; slurmstepd is exec'd
+#     by slurmd and inherits that environment, so every job step's plugin instance runs sanitized too.
+#   * sbatch/srun/salloc (the plugin's client contexts): wrappers first in PATH exec the real command with the same
+#     preload. A job inherits the submitter's environment, so the job's own srun steps (client context again) are
+#     covered, and the job's processes run with the runtime preloaded (harmless; leak checking is off for them).
+#   * Reports go to files (log_path), never only to a daemon's closed stderr; the stage scans them at the end.
+# Leak checking: on in the unit tests (every test binary exits); off in Slurm's processes, whose own allocations
+# (libslurmfull, munge) are not freed at exit and would be reported with our plugin's frames on the stack
+# (LSan suppressions match any frame, so they could not separate Slurm's leaks from ours). Memory errors and UB in
+# the plugin are what the daemons are checked for; leaks of the plugin's code are covered by the unit tests,
+# which run the same code (plugin/job, probe, advisor, policies, tuning) to exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+shift || true
+build=${SAN_BUILD:-build-asan}
+san_flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+t0=$(date +%s)
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARATUNE_BUILD_BENCH=OFF \
+  -DCMAKE_C_FLAGS="$san_flags" -DCMAKE_CXX_FLAGS="$san_flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
+  -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
+t_build=$(( $(date +%s) - t0 ))
+echo "ci-sanitize: build ${t_build}s"
+
+reports=$PWD/$build/sanitizer-reports
+rm -rf "$reports"; mkdir -p "$reports"; chmod 1777 "$reports"
+failed=0
+
+if [ "$what" = unit ] || [ "$what" = all ]; then
+  t1=$(date +%s)
+  (cd "$build" &&
+   ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:log_path=$reports/unit-asan" \
+   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/unit-ubsan" \
+   ctest -L unit --output-on-failure -j"$(nproc)" "$@") || failed=1
+  echo "ci-sanitize: unit tests $(( $(date +%s) - t1 ))s"
+fi
+
+if [ "$what" = integration ] || [ "$what" = all ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "ci-sanitize: the integration tests need root" >&2; exit 1; }
+  t2=$(date +%s)
+  asan_rt=$(gcc -print-file-name=libasan.so)
+  asan_rt=$(readlink -f "$asan_rt")
+  [ -f "$asan_rt" ] || { echo "ci-sanitize: libasan not found (Debian: libasan8, part of gcc-12)" >&2; exit 1; }
+  # libstdc++ right after it: Slurm's programs are C, so without it ASan's __cxa_throw interceptor finds no real
+  # __cxa_throw at start-up and the plugin's first C++ exception dies in a CHECK (asan_interceptors.cpp:320).
+  cxx_rt=$(readlink -f "$(g++ -print-file-name=libstdc++.so.6)")
+  preload="$asan_rt:$cxx_rt"
+  daemon_asan="detect_leaks=0:halt_on_error=1:abort_on_error=1:log_path=$reports/daemon-asan"
+  daemon_ubsan="halt_on_error=1:print_stacktrace=1:log_path=$reports/daemon-ubsan"
+  export LOCAL_SLURM_DAEMON_ENV="LD_PRELOAD=$preload ASAN_OPTIONS=$daemon_asan UBSAN_OPTIONS=$daemon_ubsan"
+  # Client wrappers: sbatch/srun/salloc load the plugin too.
+  bin=$PWD/$build/sanitizer-bin
+  mkdir -p "$bin"
+  for c in sbatch srun salloc; do
+    real=$(command -v "$c")
+    cat > "$bin/$c" <<WRAP
+#!/bin/sh
+# ci-sanitize.sh: run the real $c with the ASan runtime preloaded (the plugin in plugstack.conf is sanitized).
+LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:log_path=$reports/client-asan \\
+UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$reports/client-ubsan exec $real "\$@"
+WRAP
+    chmod 0755 "$bin/$c"
+  done
+  # A cluster left from an unsanitized run would be reused by the start fixture: stop it, and start from nothing
+  # (an interrupted run's jobs would be recovered as running; job ids restart, so old tuning-log lines must go).
+  tests/integration/local_slurm.sh stop "$build/slurm-test" >/dev/null 2>&1 || true
+  # (test_fault_log_dir.sh mounts small tmpfs under the test dir; a killed run may leave them behind.)
+  findmnt -rn -o TARGET | grep "^$PWD/$build/slurm-test/" | sort -r | xargs -r -n1 umount -l || true
+  rm -rf "$build/slurm-test"
+  (cd "$build" && PATH="$bin:$PATH" ctest -L integration --output-on-failure "$@") || failed=1
+  tests/integration/local_slurm.sh stop "$build/slurm-test" >/dev/null 2>&1 || true
+  # The sanitized plugin really was loaded by sanitized processes (not silently skipped).
+  if ! grep -q "paratune: .*loaded" "$build/slurm-test/log/slurmd.log" 2>/dev/null; then
+    echo "ci-sanitize: slurmd did not load the sanitized plugin (see $build/slurm-test/log/slurmd.log)" >&2
+    failed=1
+  fi
+  echo "ci-sanitize: integration tests $(( $(date +%s) - t2 ))s"
+fi
+
+# Zero reports: every sanitizer message from any process went to a file under $reports.
+found=$(grep -lE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: (Address|UndefinedBehavior|Leak)Sanitizer" \
+  "$reports"/* 2>/dev/null || true)
+if [ -n "$found" ]; then
+  echo "ci-sanitize: sanitizer reports:" >&2
+  for f in $found; do echo "=== $f" >&2; head -n 60 "$f" >&2; done
+  failed=1
+else
+  echo "ci-sanitize: 0 sanitizer reports ($(ls "$reports" | wc -l) report files, all clean)"
+fi
+echo "ci-sanitize: total $(( $(date +%s) - t0 ))s"
+exit "$failed"

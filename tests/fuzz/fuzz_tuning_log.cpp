@@ -1,0 +1,33 @@
+// Reading the site tuning log back (tuning/tuning_log.h: `paratune log`, calibration), Slurm hostlists and
+// dates. The log is written by root but carries user-influenced strings (option, scenario names). Contract:
+// read_tuning_log never throws (bad lines become problems); parse_date throws only std::invalid_argument.
+#include <stdexcept>
+
+#include "fuzz_common.h"
+#include "paratune/tuning/tuning_log.h"
+
+using namespace paratune;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text = fuzz::as_view(data, size);
+  const uint8_t sel = fuzz::take_byte(text);
+  if (sel & 1) {
+    const auto hosts = tuning::expand_hostlist(text);
+    FUZZ_CHECK(hosts.size() <= 100000);
+    try {
+      (void)tuning::format_date(tuning::parse_date(text));
+    } catch (const std::invalid_argument&) {
+    }
+    return 0;
+  }
+  const tuning::TuningLog log = tuning::read_tuning_log(text);
+  FUZZ_CHECK(log.entries.size() <= log.lines);
+  tuning::LogFilter filter;
+  filter.user = "alice";
+  for (const auto& e : log.entries) {
+    (void)e.ratio();
+    (void)e.fabric();
+    (void)filter.matches(e);
+  }
+  return 0;
+}
