@@ -2,6 +2,7 @@
 // layout, print the best plan, its prediction, env, framework arguments and the ranked alternatives.
 // Also holds the helpers `paratune predict` shares (scenario loading with topology resolution, JSON forms).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -131,13 +132,14 @@ using namespace paratune::advisor;
 using namespace advisor_cli;
 
 const char* kHelp =
-    "usage: paratune advise --scenario FILE [--top N] [--json] [--all-frameworks] [--topology FILE]\n"
+    "usage: paratune advise|explain --scenario FILE [--top N] [--json] [--all-frameworks] [--topology FILE]\n"
     "                       [--policy FILE [--partition P]] [--calibration FILE]\n"
     "\n"
     "Search every valid layout (TP, PP, DP, CP, virtual stages, ZeRO/FSDP, micro-batch, recompute) for the\n"
     "scenario, prune by memory, rank by predicted step time. Prints the best plan, its prediction, the NCCL/CUDA\n"
     "settings it implies (each with its reason), framework arguments and the next best layouts.\n"
-    "[parallel] keys in the scenario are constraints.\n"
+    "[parallel] keys in the scenario are constraints. `paratune explain` takes the same options and says why the\n"
+    "winner wins: for each alternative, how much slower it is and in which step-time terms.\n"
     "\n"
     "  --scenario FILE    the scenario (TOML: [model], [training], [cluster], optional [parallel])\n"
     "  --top N            show N alternatives (default 5)\n"
@@ -160,7 +162,80 @@ nlohmann::json policy_json(const std::string& file, const std::string& partition
   return out;
 }
 
-int run(const std::vector<std::string>& args) {
+// `paratune explain`: why the winner wins — per alternative, which step-time terms make it slower or faster.
+struct Term {
+  const char* name;
+  double Breakdown::*field;
+};
+constexpr Term kTerms[] = {{"compute", &Breakdown::compute},         {"recompute", &Breakdown::recompute},
+                           {"tp_comm", &Breakdown::tp_comm},         {"cp_comm", &Breakdown::cp_comm},
+                           {"pp_bubble", &Breakdown::pp_bubble},     {"pp_comm", &Breakdown::pp_comm},
+                           {"dp_comm_exposed", &Breakdown::dp_comm_exposed}, {"optimizer", &Breakdown::optimizer},
+                           {"other", &Breakdown::other}};
+
+int explain(const Scenario& s, const Plan& plan, const std::vector<std::string>& notes,
+            const std::vector<policies::PolicyChange>& changes, bool as_json) {
+  const Prediction& w = plan.prediction;
+  nlohmann::json comparisons = nlohmann::json::array();
+  for (const auto& c : plan.alternatives) {
+    nlohmann::json diff = nlohmann::json::object();
+    for (const auto& t : kTerms) {
+      const double d = c.prediction.breakdown.*t.field - w.breakdown.*t.field;
+      if (std::abs(d) >= 0.0005 * std::max(w.step_time_s, 1e-9)) diff[t.name] = d;
+    }
+    comparisons.push_back({{"framework", to_string(c.framework)}, {"parallel", layout_json(c.layout)},
+                           {"slower_by_s", c.prediction.step_time_s - w.step_time_s},
+                           {"slower_by_pct", 100 * (c.prediction.step_time_s / w.step_time_s - 1)},
+                           {"memory_gib_per_gpu", c.prediction.memory_gib_per_gpu},
+                           {"differences_s", diff}});
+  }
+  nlohmann::json policy_changes = nlohmann::json::array();
+  for (const auto& c : changes) policy_changes.push_back(policies::describe(c));
+  if (as_json) {
+    const nlohmann::json j = {{"framework", to_string(plan.framework)},
+                              {"parallel", layout_json(plan.layout)},
+                              {"prediction", prediction_json(w)},
+                              {"comparisons", comparisons},
+                              {"candidates_evaluated", plan.candidates_evaluated},
+                              {"policy_changes", policy_changes},
+                              {"notes", notes}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return kOk;
+  }
+  std::printf("paratune explain: %s, global batch %d, %d x %s (%d nodes), %lld layouts evaluated\n\n",
+              s.model.name.c_str(), s.training.global_batch, s.total_gpus(), s.cluster.gpu.c_str(), s.cluster.nodes,
+              plan.candidates_evaluated);
+  std::printf("winner (%s): %s\n  %.3f s per step, MFU %.1f %%, %.1f of %.1f GiB per GPU\n", to_string(plan.framework),
+              layout_text(plan.layout).c_str(), w.step_time_s, 100 * w.mfu, w.memory_gib_per_gpu, w.memory_capacity_gib);
+  print_breakdown(w);
+  std::printf("\nwhy not the next best (positive = the alternative spends more time there):\n");
+  for (size_t i = 0; i < plan.alternatives.size(); ++i) {
+    const auto& c = comparisons[i];
+    std::printf("  %zu. %-9s %s: %+.1f %% (%+.3f s)\n", i + 1, c["framework"].get<std::string>().c_str(),
+                layout_text(plan.alternatives[i].layout).c_str(), c["slower_by_pct"].get<double>(),
+                c["slower_by_s"].get<double>());
+    std::vector<std::pair<double, std::string>> terms;
+    for (const auto& [k, v] : c["differences_s"].items()) terms.emplace_back(v.get<double>(), k);
+    std::sort(terms.begin(), terms.end(),
+              [](const auto& x, const auto& y) { return std::abs(x.first) > std::abs(y.first); });
+    std::string line;
+    for (size_t k = 0; k < terms.size() && k < 4; ++k) {
+      char b[96];
+      std::snprintf(b, sizeof b, "%s%s %+.3f s", k ? ", " : "", terms[k].second.c_str(), terms[k].first);
+      line += b;
+    }
+    std::printf("       %s\n", line.empty() ? "same breakdown (tie broken towards the simpler layout)" : line.c_str());
+  }
+  if (!changes.empty()) {
+    std::printf("\nwhat the site policy changed:\n");
+    for (const auto& c : changes) std::printf("  %s\n", policies::describe(c).c_str());
+  }
+  std::printf("\n");
+  for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
+  return kOk;
+}
+
+int run_command(const std::vector<std::string>& args, bool explaining) {
   std::string scenario, topology, policy_file, partition, calibration;
   bool as_json = false;
   SearchLimits limits;
@@ -232,6 +307,7 @@ int run(const std::vector<std::string>& args) {
     return kBadInput;
   }
   for (const auto& n : plan.notes) notes.push_back(n);
+  if (explaining) return explain(s, plan, notes, changes, as_json);
   const FrameworkArgs fa = framework_args(s, plan);
 
   if (as_json) {
@@ -300,7 +376,10 @@ int run(const std::vector<std::string>& args) {
   return kOk;
 }
 
-static Register reg{{"advise", "search every valid layout and print the fastest plan that fits, with env and args", run}};
+static Register reg{{"advise", "search every valid layout and print the fastest plan that fits, with env and args",
+                     [](const std::vector<std::string>& args) { return run_command(args, false); }}};
+static Register reg_explain{{"explain", "why the advised plan wins: each alternative's step-time terms against it",
+                             [](const std::vector<std::string>& args) { return run_command(args, true); }}};
 
 }  // namespace
 }  // namespace paratune::cli
