@@ -365,7 +365,7 @@ int remote_exit(spank_t sp, int, char**) {
   if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return 0;  // one line per job: node 0 writes it
   auto line = job::tuning_record(s.job, *s.spec, *s.decision, s.env_outcome, std::time(nullptr));
   add_report(line);
-  write_tuning_line(line.dump());
+  write_tuning_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
   return 0;
 }

@@ -121,7 +121,8 @@ std::string primary_args_file(const Decision& d) {
 std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d) {
   const auto args = advisor::framework_args(d.scenario, d.plan);
   auto line = [](const std::string& s) { return s.empty() || s.back() == '\n' ? s : s + "\n"; };
-  return {{"plan.json", decision_json(d).dump(2) + "\n"},
+  // A file name or note with invalid UTF-8 (user input) must not stop the plan files: replace, never throw.
+  return {{"plan.json", decision_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"},
           {"megatron.args", line(args.megatron)},
           {"nemo.args", line(args.nemo)},
           {"deepspeed.json", line(args.deepspeed_json)},

@@ -186,7 +186,8 @@ Topology probe_cached(const ProbeOptions& options, const CacheOptions& cache, Ca
     j["devices"] = devices;
     j["topology"] = nlohmann::ordered_json::parse(to_json(t, -1));
     std::string why;
-    if (!write_atomically(cache.path, j.dump() + "\n", why)) r.reason += "; " + why;
+    const std::string text = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    if (!write_atomically(cache.path, text, why)) r.reason += "; " + why;
   }
   detail::apply_allocation(t, options.allocated_gpus);
   t.fingerprint = compute_fingerprint(t);

@@ -172,14 +172,16 @@ std::string to_json(const Topology& t, int indent) {
   j["nvlink_gbps_per_gpu"] = opt(t.nvlink_gbps_per_gpu);
   j["inferred"] = t.inferred;
   j["warnings"] = t.warnings;
-  return j.dump(indent < 0 ? -1 : indent);
+  // Names and info strings come from files (hwloc XML, NCCL topology files) and may hold bytes that are not
+  // UTF-8: replaced by U+FFFD rather than a json::type_error escaping (found by tests/fuzz/fuzz_nccl_topo).
+  return j.dump(indent < 0 ? -1 : indent, ' ', false, json::error_handler_t::replace);
 }
 
 Topology from_json(const std::string& text, const std::string& origin) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (fuzz_topology_json)
     throw ProbeError(origin + ": not valid JSON: " + e.what());
   }
   if (!j.is_object()) throw ProbeError(origin + ": expected a JSON object (paratune probe --json output)");

@@ -1,6 +1,11 @@
-// What the fuzz targets found, one test per bug, in the normal build (the inputs that found them are in
-// tests/fuzz/regressions/<target>/ and are replayed by fuzz.replay.<target> as well).
+// What the fuzz targets (FuzzRegression.*) and the fault matrix (FaultRegression.*) found, one test per bug, in the
+// normal build. The fuzz inputs that found them are in tests/fuzz/regressions/<target>/ and are replayed by
+// fuzz.replay.<target> as well.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "job/decision.h"
+#include "job/safe_file.h"
 #include "paratune/probe/detail.h"
 #include "paratune/probe/probe.h"
 #include "paratune/tuning/scenario_json.h"
@@ -88,4 +95,86 @@ TEST(FuzzRegression, TuningLogPlanValueBeyondIntIsRejected) {
   ASSERT_EQ(log.entries.size(), 1u);
   EXPECT_FALSE(log.entries[0].layout.has_value());
   EXPECT_NE(log.entries[0].scenario_problem.find("dp"), std::string::npos) << log.entries[0].scenario_problem;
+}
+
+// fuzz_nccl_topo: a <net name="..."> that is not UTF-8 reached to_json(), whose nlohmann dump() threw
+// json::type_error (not a ProbeError) — and probe_cached() could not write the cache. Now replaced by U+FFFD.
+TEST(FuzzRegression, NcclTopoNameNotUtf8StillSerialises) {
+  const std::string xml =
+      "<system version=\"1\">\n  <cpu numaid=\"0\">\n"
+      "    <pci busid=\"0000:07:00.0\" class=\"0x030200\" vendor=\"0x10de\" device=\"0x20b0\"/>\n"
+      "    <nic>\n      <net name=\"mlx5_\xa2\xcf\" dev=\"0\" speed=\"200000\" port=\"1\" gdr=\"1\"/>\n    </nic>\n"
+      "  </cpu>\n</system>\n";
+  const probe::Topology t = probe::detail::parse_nccl_topo(xml, "t.xml");
+  std::string j;
+  ASSERT_NO_THROW(j = probe::to_json(t, -1));
+  EXPECT_NE(j.find("mlx5_\xef\xbf\xbd"), std::string::npos) << j;  // U+FFFD
+  EXPECT_NO_THROW(probe::from_json(j, "round-trip"));
+}
+
+// fuzz_topology_json: a number beyond double (22E2222) made nlohmann throw json::out_of_range from parse(), which
+// from_json() did not turn into a ProbeError.
+TEST(FuzzRegression, TopologyJsonNumberBeyondDoubleIsAProbeError) {
+  EXPECT_THROW(probe::from_json(R"({"source": "json", "gpus": [], "nics": [], "numa_nodes": 22E2222})", "t.json"),
+               probe::ProbeError);
+}
+
+// fuzz_decision: --paratune=@FILE with a file name that is not UTF-8 (any byte but NUL and '/' is a valid name):
+// decide() succeeds, then decision_files() (plan.json: its notes name the file) threw json::type_error — the job
+// ran untouched although its scenario was fine, and the tuning-log line (ctx_remote.cpp: line.dump()) would throw
+// the same way. Plan files and the log line must be written (invalid bytes replaced).
+TEST(FuzzRegression, ScenarioFileNameNotUtf8StillGivesPlanFiles) {
+  job::DecisionInput in;
+  probe::ProbeOptions o;
+  o.topology_file = "builtin:nvidia-dgx2";
+  in.topology = probe::probe(o);
+  in.spec = job::parse_option_spec("@s\xff.toml");
+  in.scenario_text = "[model]\npreset = \"gpt3-1.3b\"\n[training]\nglobal_batch = 64\n";
+  in.alloc.gpus_on_node = 8;
+  for (auto& g : in.topology.gpus) g.in_allocation = g.index < 8;
+  const job::Decision d = job::decide(in);
+  EXPECT_NO_THROW(job::decision_files(d));
+}
+
+// Found by the fault matrix (tests/integration/test_fault_log_dir.sh, tuning log on a full tmpfs), not by a fuzzer:
+// append_line() on a full file system writes part of the line, throws "short write", and leaves the partial line
+// in the log; the next job's line is then glued to it and both are lost to every reader. RLIMIT_FSIZE gives the
+// same short write without a mount: the first append (in a child limited to a few bytes more than the file) fails,
+// the second (unlimited) must give a log whose every line is whole.
+TEST(FaultRegression, AppendAfterAShortWriteLeavesNoPartialLine) {
+  char dir[] = "/tmp/paratune-append-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/tuning.jsonl";
+  const std::string first = "{\"job_id\":\"1\"}\n";
+  std::ofstream(path) << first;
+  const std::string long_line = "{\"job_id\":\"2\",\"pad\":\"" + std::string(200, 'x') + "\"}";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const struct rlimit lim {first.size() + 20, first.size() + 20};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    paratune::job::UniqueFd d(::open(dir, O_RDONLY | O_DIRECTORY));
+    try {
+      paratune::job::append_line(d.get(), "tuning.jsonl", long_line, 0644);
+    } catch (const std::exception&) {
+      ::_exit(0);  // the expected failure
+    }
+    ::_exit(3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the limited append did not fail";
+  paratune::job::UniqueFd d(::open(dir, O_RDONLY | O_DIRECTORY));
+  paratune::job::append_line(d.get(), "tuning.jsonl", "{\"job_id\":\"3\"}", 0644);
+  std::ifstream in(path);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    EXPECT_TRUE(nlohmann::json::accept(line)) << "line " << n << ": " << line;
+  }
+  EXPECT_EQ(n, 2) << "expected job 1 and job 3, whole";
+  ::unlink(path.c_str());
+  ::rmdir(dir);
 }
