@@ -171,7 +171,7 @@ int post_opt(spank_t sp) {
   s.job.uid = item<uid_t>(sp, S_JOB_UID, 0);
   s.job.gid = item<gid_t>(sp, S_JOB_GID, 0);
   s.job.nodelist = env.get("SLURM_JOB_NODELIST").value_or(s.job.hostname);
-  s.job.user = env.get("SLURM_JOB_USER").value_or(user_name(s.job.uid));
+  s.job.user = user_name(s.job.uid);  // from Slurm's uid, not SLURM_JOB_USER (the job's env is the user's)
   const job::Allocation alloc = job::allocation_from_env(env);
   s.job.partition = alloc.partition;
   s.job.nodes = alloc.nodes;
@@ -281,18 +281,14 @@ void write_tuning_line(const std::string& line) {
   const std::string dir_path = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
   auto dir = job::ensure_directory(dir_path, 0755, 0);
   const mode_t mode = s.policy.log.file_mode & 0664;  // never writable by others
-  job::append_line(dir.get(), name, line, mode);
+  long gid = -1;
   if (s.policy.log.group) {
-    gid_t gid = 0;
     struct group gr {}, *found = nullptr;
     char buf[4096];
     if (getgrnam_r(s.policy.log.group->c_str(), &gr, buf, sizeof buf, &found) == 0 && found) gid = found->gr_gid;
-    else gid = static_cast<gid_t>(std::strtoul(s.policy.log.group->c_str(), nullptr, 10));
-    if (::fchownat(dir.get(), name.c_str(), 0, gid, AT_SYMLINK_NOFOLLOW) != 0)
-      log().warn("could not give {} to group {}", path, *s.policy.log.group);
+    else gid = static_cast<long>(std::strtoul(s.policy.log.group->c_str(), nullptr, 10));
   }
-  if (::fchmodat(dir.get(), name.c_str(), mode, 0) != 0)
-    log().warn("could not set mode {:04o} on {}: {}", static_cast<unsigned>(mode), path, std::strerror(errno));
+  job::append_line(dir.get(), name, line, mode, gid);
 }
 
 // What the job achieved, from its report: read as the job's user in a bounded child. A bad report never stops

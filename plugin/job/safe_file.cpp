@@ -73,12 +73,17 @@ void write_file_atomic(int dirfd, const std::string& name, const std::string& co
   }
 }
 
-void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode) {
+void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode, long group) {
   UniqueFd fd(::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) fail("open " + name + " for appending");
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail("stat " + name);
   if (!S_ISREG(st.st_mode)) throw std::runtime_error(name + ": not a regular file");
+  if (st.st_uid == ::geteuid()) {
+    if ((st.st_mode & 07777) != mode && ::fchmod(fd.get(), mode) != 0) fail("chmod " + name);
+    if (group >= 0 && st.st_gid != static_cast<gid_t>(group) && ::fchown(fd.get(), -1, static_cast<gid_t>(group)) != 0)
+      fail("chgrp " + name);
+  }
   // Concurrent jobs append to the same log: lock, but never wait without bound inside slurmstepd.
   bool locked = false;
   for (int attempt = 0; attempt < 200 && !locked; ++attempt) {

@@ -35,8 +35,9 @@ UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner);
 // Write `content` to dirfd/name atomically (temporary file + rename), never following a symlink.
 void write_file_atomic(int dirfd, const std::string& name, const std::string& content, mode_t mode);
 
-// Append one line to dirfd/name with a single write() under an flock (bounded wait); creates it with `mode`.
-void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode);
+// Append one line to dirfd/name with a single write() under an flock (bounded wait); creates it with `mode`, and
+// sets `mode` (and `group`, when >= 0) on the descriptor it opened — never by name, which could be swapped.
+void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode, long group = -1);
 
 // Read at most `limit` bytes of a regular file, not following symlinks; `truncated` says if there was more.
 std::string read_bounded(const std::string& path, size_t limit, bool* truncated = nullptr);
