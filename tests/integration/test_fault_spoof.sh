@@ -36,4 +36,32 @@ r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"'
 assert r['fingerprint'] and r['fingerprint'] != '0000000000000000', r['fingerprint']"
 check "the job log says the submitted PARATUNE_PLAN was not taken as an inherited decision" \
   grep -q "PARATUNE_PLAN" "$LOG_DIR/jobs/$job.log"
+
+# Slurm's own variables exported by the user: the partition chooses the site policy section, the node count and
+# GPU count shape the plan, the user name goes to the tuning log. Slurm sets them for the job; a submitted value
+# must not win — for a batch step and for a standalone srun step.
+cat >> "$policy" <<'TOML'
+[partition.gpu]
+enabled = false
+TOML
+plugstack "${BASE_ARGS[@]}" "policy=$policy"
+# (srun reads SLURM_NNODES / SLURM_JOB_NUM_NODES as its own -N: the srun case exports only the others.)
+spoof=(SLURM_JOB_PARTITION=gpu SLURM_JOB_USER=alice SLURM_GPUS_ON_NODE=16)
+job=$(SLURM_JOB_PARTITION=gpu SLURM_JOB_USER=alice SLURM_JOB_NUM_NODES=64 SLURM_NNODES=64 SLURM_GPUS_ON_NODE=16 \
+      run_batch "$WORK/job.sh" -p debug --gpus=4 --export=ALL --paratune=gpt3-1.3b)
+check "batch, exported SLURM_JOB_PARTITION=gpu: the debug partition's rules apply (forced NCCL_IB_HCA)" \
+  test "$(env_value "$WORK/batch.env" NCCL_IB_HCA)" = "mlx5_0:1"
+check "batch, exported SLURM_*: the tuning log has the real partition, user, node and GPU counts" python3 -c "
+import json, pwd, os
+r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l]
+assert len(r)==1, r
+r=r[0]
+assert r['partition']=='debug', r['partition']
+assert r['user']==pwd.getpwuid(os.getuid()).pw_name, r['user']
+assert r['nodes']==1 and r['gpus_per_node']==4, (r['nodes'], r['gpus_per_node'])"
+srun_out=$(cd "$WORK" && env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI "${spoof[@]}" \
+  timeout 120 srun -p debug --gpus=2 --paratune=gpt3-1.3b bash -c 'echo "${NCCL_IB_HCA:-unset}:${PARATUNE_TP:+planned}"')
+check "srun, exported SLURM_JOB_PARTITION=gpu: the debug partition's rules apply and it is planned (got $srun_out)" \
+  test "$srun_out" = "mlx5_0:1:planned"
+plugstack "${BASE_ARGS[@]}"
 finish

@@ -22,6 +22,11 @@ std::string str(const json& j, const char* key) {
   return {};
 }
 
+// A logged number converted to an integer: out of range (or NaN) counts as absent, never undefined behaviour.
+double bounded(std::optional<double> v, double hi) {
+  return v && *v >= -hi && *v <= hi ? *v : 0;
+}
+
 std::optional<double> num(const json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
@@ -33,7 +38,7 @@ std::optional<double> num(const json& j, const char* key) {
 LogEntry entry_from(const json& j, size_t line) {
   LogEntry e;
   e.line = line;
-  e.time = static_cast<long long>(num(j, "time").value_or(0));
+  e.time = static_cast<long long>(bounded(num(j, "time"), 9.2e18));
   e.job_id = str(j, "job_id");
   e.user = str(j, "user");
   e.partition = str(j, "partition");
@@ -41,8 +46,8 @@ LogEntry entry_from(const json& j, size_t line) {
   e.gpu_model = str(j, "gpu_model");
   e.state = str(j, "state");
   e.report = str(j, "report");
-  e.nodes = int(num(j, "nodes").value_or(0));
-  e.gpus_per_node = int(num(j, "gpus_per_node").value_or(0));
+  e.nodes = int(bounded(num(j, "nodes"), 2147483647.0));
+  e.gpus_per_node = int(bounded(num(j, "gpus_per_node"), 2147483647.0));
   if (auto it = j.find("node_list"); it != j.end()) {
     if (it->is_array()) {
       for (const auto& n : *it)

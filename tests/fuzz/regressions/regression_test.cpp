@@ -97,6 +97,22 @@ TEST(FuzzRegression, TuningLogPlanValueBeyondIntIsRejected) {
   EXPECT_NE(log.entries[0].scenario_problem.find("dp"), std::string::npos) << log.entries[0].scenario_problem;
 }
 
+// fuzz_tuning_log (second finding): "time": 1.7e93, "nodes": 1e10 — entry_from() casts num() (any finite double)
+// to long long / int unchecked (UBSan float-cast-overflow, tuning/src/tuning_log.cpp). A value that does not fit
+// must be treated like a missing or bad one, not converted.
+TEST(FuzzRegression, TuningLogTimeAndCountsBeyondIntegerAreNotConverted) {
+  const auto log = tuning::read_tuning_log(R"({"job_id":"1","time":1.7e93,"nodes":1e10,"gpus_per_node":-1e10})"
+                                           "\n");
+  ASSERT_EQ(log.entries.size() + log.problems.size(), 1u);
+  if (!log.entries.empty()) {
+    const auto& e = log.entries[0];
+    EXPECT_GE(e.time, 0);  // not the INT64_MIN an undefined conversion gives on x86
+    EXPECT_GE(e.nodes, 0);
+    EXPECT_LE(e.nodes, 1 << 20);
+    EXPECT_GE(e.gpus_per_node, 0);
+  }
+}
+
 // fuzz_nccl_topo: a <net name="..."> that is not UTF-8 reached to_json(), whose nlohmann dump() threw
 // json::type_error (not a ProbeError) — and probe_cached() could not write the cache. Now replaced by U+FFFD.
 TEST(FuzzRegression, NcclTopoNameNotUtf8StillSerialises) {
