@@ -16,16 +16,6 @@ namespace paratune::job {
 
 namespace {
 
-void write_all(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
-}
-
 // The child: "O"+answer or "E"+message, then leave without running the parent's atexit handlers.
 [[noreturn]] void run_child(int fd, const std::function<std::string()>& work) {
   std::string reply;
@@ -36,7 +26,11 @@ void write_all(int fd, const std::string& data) {
   } catch (...) {
     reply = "Eunknown error";
   }
-  write_all(fd, reply);
+  try {
+    write_all(fd, reply, "reply");
+  } catch (...) {
+    // The parent is gone or stopped reading: nobody is left to tell.
+  }
   ::_exit(0);
 }
 

@@ -16,6 +16,8 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw std::system_error(errno, std::generic_category(), what); }
 
+}  // namespace
+
 void write_all(int fd, const std::string& data, const std::string& what) {
   size_t done = 0;
   while (done < data.size()) {
@@ -27,8 +29,6 @@ void write_all(int fd, const std::string& data, const std::string& what) {
     done += static_cast<size_t>(n);
   }
 }
-
-}  // namespace
 
 UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
   if (this != &o) {

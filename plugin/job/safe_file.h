@@ -28,6 +28,9 @@ class UniqueFd {
   int fd_ = -1;
 };
 
+// Write all of `data` (retrying short writes and EINTR); std::system_error naming `what` on failure.
+void write_all(int fd, const std::string& data, const std::string& what);
+
 // mkdir (mode) unless it exists; an existing entry must be a real directory (not a symlink) owned by `owner`.
 // Returns an O_DIRECTORY descriptor opened without following symlinks.
 UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner);

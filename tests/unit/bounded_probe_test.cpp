@@ -7,20 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include "job/bounded_probe.h"
 
 using namespace paratune;
+using paratune::fixtures::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/paratune-probe-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
 
 probe::CacheOptions no_cache(const TempDir& t) {
   probe::CacheOptions c;

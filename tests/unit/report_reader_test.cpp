@@ -8,24 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include "job/report_reader.h"
 
 using namespace paratune::job;
+using paratune::fixtures::TempDir;
 
 namespace {
 
 constexpr uid_t kNobody = 65534;
 constexpr gid_t kNogroup = 65534;
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/paratune-report-XXXXXX";
-    path = ::mkdtemp(tmpl);
-    ::chmod(path.c_str(), 0755);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
 
 // Read as the current user when not root (the child cannot change uid then), as nobody when root.
 ReportFile read(const std::string& path) {

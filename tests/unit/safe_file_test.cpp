@@ -10,20 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.h"
+
 #include "job/safe_file.h"
 
 using namespace paratune::job;
+using paratune::fixtures::TempDir;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/paratune-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
 
 std::string slurp(const std::string& p) {
   std::ifstream in(p);
