@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <ctime>
 #include <stdexcept>
 #include <system_error>
@@ -15,6 +16,34 @@ namespace paratune::job {
 namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw std::system_error(errno, std::generic_category(), what); }
+
+// Permission bits as an admin types them: "0755", "1777".
+std::string octal_mode(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+// A directory root writes into must not let anyone else add, remove or rename entries in it: a user could plant
+// a symlink or hard link where root is about to open a file. The sticky bit does not help: it only stops users
+// from removing others' entries, not from creating their own under the name root will use.
+void require_not_writable_by_others(const std::string& path, mode_t mode) {
+  if (mode & (S_IWGRP | S_IWOTH))
+    throw std::runtime_error(path + ": mode " + octal_mode(mode) +
+                             " is group/world-writable; root-side directories must not be");
+}
+
+// A file root appends to (the tuning log) must be the one root created: a second name for it means a user may
+// have linked it in (a hard link to /etc/shadow in a directory they can write to), and a file owned by someone
+// else is not root's log. Checked on the open descriptor, before anything is written or chmod'ed.
+void require_own_single_link(const std::string& name, const struct stat& st) {
+  if (st.st_nlink != 1)
+    throw std::runtime_error(name + ": has " + std::to_string(st.st_nlink) +
+                             " links (a hard link planted by someone?); refusing to append to it");
+  if (::geteuid() == 0 && st.st_uid != 0)
+    throw std::runtime_error(name + ": owned by uid " + std::to_string(st.st_uid) +
+                             ", not root; refusing to append to it");
+}
 
 }  // namespace
 
@@ -43,7 +72,8 @@ UniqueFd::~UniqueFd() {
 }
 
 UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner) {
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) fail("mkdir " + path);
+  const bool created = ::mkdir(path.c_str(), mode) == 0;
+  if (!created && errno != EEXIST) fail("mkdir " + path);
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) fail("open directory " + path);
   struct stat st {};
@@ -51,6 +81,14 @@ UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner) {
   if (st.st_uid != owner)
     throw std::runtime_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", expected " +
                              std::to_string(owner) + "; refusing to use it");
+  if (owner != 0) return fd;  // the job user's own directory: their umask and their modes are their business
+  // Root's new directory gets exactly `mode`, whatever slurmd's umask or an inherited setgid bit made of it; an
+  // existing one keeps the admin's mode, which is checked instead.
+  if (created && (st.st_mode & 07777) != mode) {
+    if (::fchmod(fd.get(), mode) != 0) fail("chmod " + path);
+    st.st_mode = (st.st_mode & ~static_cast<mode_t>(07777)) | mode;
+  }
+  require_not_writable_by_others(path, st.st_mode);
   return fd;
 }
 
@@ -79,6 +117,7 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail("stat " + name);
   if (!S_ISREG(st.st_mode)) throw std::runtime_error(name + ": not a regular file");
+  require_own_single_link(name, st);
   if (st.st_uid == ::geteuid()) {
     if ((st.st_mode & 07777) != mode && ::fchmod(fd.get(), mode) != 0) fail("chmod " + name);
     if (group >= 0 && st.st_gid != static_cast<gid_t>(group) && ::fchown(fd.get(), -1, static_cast<gid_t>(group)) != 0)

@@ -32,6 +32,8 @@ class UniqueFd {
 void write_all(int fd, const std::string& data, const std::string& what);
 
 // mkdir (mode) unless it exists; an existing entry must be a real directory (not a symlink) owned by `owner`.
+// Root-side (owner 0): a directory it creates gets exactly `mode` (fchmod on the descriptor, whatever the umask),
+// and one that is group- or world-writable is refused (sticky bit or not), since a user could plant entries in it.
 // Returns an O_DIRECTORY descriptor opened without following symlinks.
 UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner);
 
@@ -40,13 +42,16 @@ void write_file_atomic(int dirfd, const std::string& name, const std::string& co
 
 // Append one line to dirfd/name with a single write() under an flock (bounded wait); creates it with `mode`, and
 // sets `mode` (and `group`, when >= 0) on the descriptor it opened — never by name, which could be swapped.
+// Refuses, writing and changing nothing, a file with more than one link (a planted hard link) and, when running
+// as root, a file not owned by root.
 void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode, long group = -1);
 
 // Read at most `limit` bytes of a regular file, not following symlinks; `truncated` says if there was more.
 std::string read_bounded(const std::string& path, size_t limit, bool* truncated = nullptr);
 
-// An admin's file read as root (calibration): it must be owned by `owner` and not writable by group or others,
-// else std::runtime_error says why (a user-writable input would let users steer every job's decision).
+// An admin's file read as root (calibration): it must be a regular file (not a symlink, FIFO or directory), owned
+// by `owner` and not writable by group or others, and at most `limit` bytes (a larger one is refused, never cut
+// short), else std::runtime_error says why (a user-writable input would let users steer every job's decision).
 std::string read_trusted_file(const std::string& path, size_t limit, uid_t owner = 0);
 
 }  // namespace paratune::job

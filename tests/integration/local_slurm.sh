@@ -52,6 +52,9 @@ wait_idle() {
 start() {
   local so=$1; shift
   mkdir -p "$dir"/{etc,log,run,state,spool,dev,munge,work}
+  # run/ holds the probe cache: the plugin refuses a root-side directory that is group/world-writable, so its
+  # mode must not depend on the caller's umask.
+  chmod 0755 "$dir/run"
   chmod 1777 "$dir/work"
   if alive "$dir/run/slurmctld.pid" && alive "$dir/run/slurmd.pid"; then
     write_plugstack "$so" "$@"; wait_idle; return 0
