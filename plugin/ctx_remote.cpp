@@ -70,15 +70,24 @@ int handle_failure(const char* where, const std::exception& e) {
   return 0;
 }
 
+// The job goes on without its per-job log, but the admin must be able to find out why it is missing.
+void warn_no_job_log(const std::string& path, int err) {
+  log().warn("cannot open the per-job log {}: {}; this job's messages go to the Slurm log only", path,
+             std::strerror(err));
+}
+
 // <log_dir>/jobs/<jobid>.log, opened as root inside root-owned directories.
 void open_job_log(const std::string& log_dir, const std::string& job_id) {
   auto dir = job::ensure_directory(log_dir, 0755, 0);
-  if (::mkdirat(dir.get(), "jobs", 0750) != 0 && errno != EEXIST) return;
+  const std::string jobs_path = log_dir + "/jobs", name = job_id + ".log";
+  if (::mkdirat(dir.get(), "jobs", 0750) != 0 && errno != EEXIST) return warn_no_job_log(jobs_path, errno);
   job::UniqueFd jobs(::openat(dir.get(), "jobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!jobs) return;
-  const std::string name = job_id + ".log";
+  if (!jobs) return warn_no_job_log(jobs_path, errno);
   job::UniqueFd fd(::openat(jobs.get(), name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640));
-  if (!fd) return;
+  if (!fd) {
+    const int err = errno;  // before building the path: an allocation may change errno
+    return warn_no_job_log(jobs_path + "/" + name, err);
+  }
   attach_job_log(fd.get());
   state().job_log_fd = std::move(fd);
 }
