@@ -181,7 +181,7 @@ int post_opt(spank_t sp) {
   s.job.gid = item<gid_t>(sp, S_JOB_GID, 0);
   s.job.nodelist = env.get("SLURM_JOB_NODELIST").value_or(s.job.hostname);
   s.job.user = user_name(s.job.uid);  // from Slurm's uid, not SLURM_JOB_USER (the job's env is the user's)
-  const job::Allocation alloc = job::allocation_from_env(env);
+  const job::Allocation alloc = job::allocation_from_env(env, step == kBatchStep);
   s.job.partition = alloc.partition;
   s.job.nodes = alloc.nodes;
   s.job.gpus_on_node = alloc.gpus_on_node;
@@ -247,7 +247,7 @@ int user_init(spank_t sp) {
   job::DecisionInput in;
   in.config = s.config;
   in.spec = *s.spec;
-  in.alloc = job::allocation_from_env(env);
+  in.alloc = job::allocation_from_env(env, s.job.step_id == step_name(kBatchStep));
   in.topology = *s.topology;
   in.policy = s.policy;
   in.mode = s.mode;

@@ -39,11 +39,11 @@ std::vector<int> parse_index_list(const std::string& name, const std::string& te
   return out;
 }
 
-Allocation allocation_from_env(const JobEnvironment& env) {
+Allocation allocation_from_env(const JobEnvironment& env, bool batch_step) {
   Allocation a;
-  if (auto v = env.get("SLURM_JOB_NUM_NODES")) a.nodes = std::max(1, to_int("SLURM_JOB_NUM_NODES", *v));
-  else if (auto n = env.get("SLURM_NNODES")) a.nodes = std::max(1, to_int("SLURM_NNODES", *n));
-  for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"}) {
+  if (auto n = env.get("SLURM_NNODES")) a.nodes = std::max(1, to_int("SLURM_NNODES", *n));
+  else if (auto v = env.get("SLURM_JOB_NUM_NODES")) a.nodes = std::max(1, to_int("SLURM_JOB_NUM_NODES", *v));
+  for (const char* name : {batch_step ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES"}) {
     if (auto v = env.get(name); v && !v->empty()) {
       a.gpu_indexes = parse_index_list(name, *v);
       break;

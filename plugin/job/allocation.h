@@ -9,16 +9,20 @@
 namespace paratune::job {
 
 struct Allocation {
-  int nodes = 1;                  // SLURM_JOB_NUM_NODES (S_JOB_NNODES is 0 in the batch step)
+  int nodes = 1;                  // SLURM_NNODES (S_JOB_NNODES is 0 in the batch step)
   int gpus_on_node = 0;           // SLURM_GPUS_ON_NODE, else the count of the GPU index list
-  std::vector<int> gpu_indexes;   // SLURM_STEP_GPUS / SLURM_JOB_GPUS / CUDA_VISIBLE_DEVICES
+  std::vector<int> gpu_indexes;   // SLURM_JOB_GPUS (batch step) or SLURM_STEP_GPUS (other steps), CUDA_VISIBLE_DEVICES
   std::string partition;          // SLURM_JOB_PARTITION
   std::string submit_dir;         // SLURM_SUBMIT_DIR
   std::string job_id;             // SLURM_JOB_ID
 };
 
-// Throws std::invalid_argument naming the variable when a value is malformed.
-Allocation allocation_from_env(const JobEnvironment& env);
+// Only variables Slurm sets (and so overwrites or removes when a user exported them) for this kind of step are read:
+// slurmd sets SLURM_NNODES and SLURM_JOB_GPUS for the batch step and leaves an exported SLURM_STEP_GPUS there; srun
+// sets SLURM_NNODES and slurmstepd SLURM_STEP_GPUS for every other step, where an exported SLURM_JOB_NUM_NODES
+// (srun only warns that it conflicts) and SLURM_JOB_GPUS (kept when the step has no GPUs) reach the step as the
+// user set them (slurm.fault_spoof). Throws std::invalid_argument naming the variable when a value is malformed.
+Allocation allocation_from_env(const JobEnvironment& env, bool batch_step);
 
 // "0,1,3" → {0,1,3}; ranges "0-3" are accepted too (Slurm writes them in some versions).
 std::vector<int> parse_index_list(const std::string& name, const std::string& text);

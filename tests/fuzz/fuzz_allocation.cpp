@@ -1,5 +1,5 @@
 // The allocation as slurmstepd's environment describes it (plugin/job/allocation.h): SLURM_*_GPUS,
-// CUDA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE, SLURM_JOB_NUM_NODES... Input: NAME=VALUE lines. Contract: an
+// CUDA_VISIBLE_DEVICES, SLURM_GPUS_ON_NODE, SLURM_NNODES... Input: NAME=VALUE lines. Contract: an
 // Allocation with bounded index lists, or std::invalid_argument.
 #include <stdexcept>
 
@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const job::MapEnvironment env(vars);
   try {
-    const job::Allocation a = job::allocation_from_env(env);
+    // The step kind from the input too: the first byte's low bit.
+    const job::Allocation a = job::allocation_from_env(env, size > 0 && (data[0] & 1));
     FUZZ_CHECK(a.nodes >= 1 && a.gpus_on_node >= 0 && a.gpu_indexes.size() <= 4096 + 4097);
     for (int i : a.gpu_indexes) FUZZ_CHECK(i >= 0);
   } catch (const std::invalid_argument&) {
