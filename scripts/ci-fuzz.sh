@@ -5,7 +5,7 @@
 #
 #   scripts/ci-fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     default: 20 s each, every target in targets.txt
 #
-# Environment: FUZZ_BUILD (build directory, default build-fuzz), FUZZ_JOBS (targets run at once, default 1),
+# Environment: FUZZ_BUILD (build directory, default build-san, shared with scripts/ci-sanitize.sh), FUZZ_JOBS (targets run at once, default 1),
 # FUZZ_TIMEOUT (seconds per input, default 10), FUZZ_RSS_MB (default 2048). Needs clang-14 and libclang-rt-14-dev
 # (Debian: `apt-get install clang-14 libclang-rt-14-dev`; the `clang` package pulls both). The growing corpus of each
 # target stays in $FUZZ_BUILD/fuzz-corpus/<target> between runs (CI may cache it); crash inputs go to
@@ -14,16 +14,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-20}
 shift || true
-build=${FUZZ_BUILD:-build-fuzz}
+build=${FUZZ_BUILD:-build-san}
 jobs=${FUZZ_JOBS:-1}
 timeout_s=${FUZZ_TIMEOUT:-10}
 rss_mb=${FUZZ_RSS_MB:-2048}
 [[ "$secs" =~ ^[0-9]+$ ]] || { echo "ci-fuzz: SECONDS_PER_TARGET must be a number, not '$secs'" >&2; exit 2; }
 
-command -v clang++ >/dev/null || { echo "ci-fuzz: clang++ not found (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 2; }
 t0=$(date +%s)
-CC=clang CXX=clang++ cmake -S . -B "$build" -DPARATUNE_FUZZ=ON -DPARATUNE_BUILD_BENCH=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# The clang build shared with the sanitizer stage (scripts/configure-sanitized.sh): when ci-sanitize.sh has built
+# it already, this only checks that the fuzz targets are up to date.
+scripts/configure-sanitized.sh "$build" clang >/dev/null
 cmake --build "$build" --target fuzz -j"$(nproc)" >/dev/null
 t_build=$(( $(date +%s) - t0 ))
 fuzzdir=$build/tests/fuzz

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# CI sanitizer stage: build everything with AddressSanitizer + UndefinedBehaviorSanitizer (gcc; libasan8 and
-# libubsan1 come with Debian 12's gcc-12) in build-asan, run the unit tests, then the real-Slurm integration tests
-# with the SANITIZED plugin loaded in slurmd, slurmstepd, sbatch and srun. Pass condition: every test passes and
-# there is not a single ASan/UBSan/LSan report. Needs root (the integration tests run real Slurm daemons).
+# CI sanitizer stage: everything built with AddressSanitizer + UndefinedBehaviorSanitizer (the plugin included),
+# the unit tests run with LeakSanitizer, then the real-Slurm integration tests with the SANITIZED plugin loaded in
+# slurmd, slurmstepd, sbatch and srun. Pass condition: every test passes and there is not a single
+# ASan/UBSan/LSan report. Needs root (the integration tests run real Slurm daemons).
 #
-#   scripts/ci-sanitize.sh [unit|integration|all] [CTEST ARGS...]     default: all; e.g. integration -R fault_
+#   scripts/ci-sanitize.sh [build|unit|integration|all] [CTEST ARGS...]   default: all; e.g. integration -R fault_
+#
+# Environment: SAN_BUILD (build directory, default build-san: the same directory scripts/ci-fuzz.sh uses, so CI
+# compiles once for both stages), SAN_CC (clang, the default, or gcc; scripts/configure-sanitized.sh).
 #
 # How the sanitized plugin gets into Slurm's processes (none of them is built with ASan):
 #   * slurmd: tests/integration/local_slurm.sh starts it with $LOCAL_SLURM_DAEMON_ENV, here
-#     LD_PRELOAD=<gcc's libasan.so>:<libstdc++.so.6> plus ASAN_OPTIONS/UBSAN_OPTIONS with log_path=<dir>/...; slurmstepd is exec'd
-#     by slurmd and inherits that environment, so every job step's plugin instance runs sanitized too.
+#     LD_PRELOAD=<the compiler's shared ASan runtime>:<libstdc++.so.6> plus ASAN_OPTIONS/UBSAN_OPTIONS with
+#     log_path=<dir>/...; slurmstepd is exec'd by slurmd and inherits that environment, so every job step's plugin
+#     instance runs sanitized too. (clang: libclang_rt.asan-x86_64.so, which carries the UBSan handlers; the plugin
+#     has the __asan_* references that only it resolves, so a plugin loaded without it fails to load — loudly.
+#     gcc: libasan.so; the plugin itself needs libubsan.so.)
 #   * sbatch/srun/salloc (the plugin's client contexts): wrappers first in PATH exec the real command with the same
 #     preload. A job inherits the submitter's environment, so the job's own srun steps (client context again) are
 #     covered, and the job's processes run with the runtime preloaded (harmless; leak checking is off for them).
@@ -23,22 +29,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
 shift || true
-build=${SAN_BUILD:-build-asan}
-san_flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+case "$what" in build|unit|integration|all) ;; *) echo "ci-sanitize: stage must be build, unit, integration or all, not '$what'" >&2; exit 2 ;; esac
+build=${SAN_BUILD:-build-san}
+cc=${SAN_CC:-clang}
 t0=$(date +%s)
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARATUNE_BUILD_BENCH=OFF \
-  -DCMAKE_C_FLAGS="$san_flags" -DCMAKE_CXX_FLAGS="$san_flags" \
-  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" \
-  -DCMAKE_MODULE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-cmake --build "$build" -j"$(nproc)" >/dev/null
-t_build=$(( $(date +%s) - t0 ))
-echo "ci-sanitize: build ${t_build}s"
+# Configure + build (incremental: a no-op when CI built the directory beforehand, e.g. in the background).
+scripts/configure-sanitized.sh "$build" "$cc" >/dev/null
+cmake --build "$build" -j"$(nproc)" >"$build/build.log" 2>&1 || { tail -n 60 "$build/build.log" >&2; exit 1; }
+echo "ci-sanitize: build ($cc) $(( $(date +%s) - t0 ))s"
+[ "$what" = build ] && exit 0
 
 reports=$PWD/$build/sanitizer-reports
-rm -rf "$reports"; mkdir -p "$reports"; chmod 1777 "$reports"
+mkdir -p "$reports"; chmod 1777 "$reports"
+rm -f "$reports"/*
 failed=0
+if [ "$cc" = clang ]; then
+  export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-$(command -v llvm-symbolizer || command -v llvm-symbolizer-14 || true)}
+fi
 
 if [ "$what" = unit ] || [ "$what" = all ]; then
   t1=$(date +%s)
@@ -52,9 +60,12 @@ fi
 if [ "$what" = integration ] || [ "$what" = all ]; then
   [ "$(id -u)" -eq 0 ] || { echo "ci-sanitize: the integration tests need root" >&2; exit 1; }
   t2=$(date +%s)
-  asan_rt=$(gcc -print-file-name=libasan.so)
-  asan_rt=$(readlink -f "$asan_rt")
-  [ -f "$asan_rt" ] || { echo "ci-sanitize: libasan not found (Debian: libasan8, part of gcc-12)" >&2; exit 1; }
+  if [ "$cc" = clang ]; then
+    asan_rt=$(readlink -f "$(clang++ -print-file-name=libclang_rt.asan-x86_64.so)")
+  else
+    asan_rt=$(readlink -f "$(gcc -print-file-name=libasan.so)")
+  fi
+  [ -f "$asan_rt" ] || { echo "ci-sanitize: the shared ASan runtime of $cc was not found (Debian: libclang-rt-14-dev / libasan8)" >&2; exit 1; }
   # libstdc++ right after it: Slurm's programs are C, so without it ASan's __cxa_throw interceptor finds no real
   # __cxa_throw at start-up and the plugin's first C++ exception dies in a CHECK (asan_interceptors.cpp:320).
   cxx_rt=$(readlink -f "$(g++ -print-file-name=libstdc++.so.6)")
