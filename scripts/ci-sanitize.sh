@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# CI sanitizer stage: everything built with AddressSanitizer + UndefinedBehaviorSanitizer (the plugin included),
-# the unit tests run with LeakSanitizer, then the real-Slurm integration tests with the SANITIZED plugin loaded in
-# slurmd, slurmstepd, sbatch and srun. Pass condition: every test passes and there is not a single
-# ASan/UBSan/LSan report. Needs root (the integration tests run real Slurm daemons).
+# Sanitizer stage: everything built with AddressSanitizer + UndefinedBehaviorSanitizer (the plugin included), then
+#   unit         the unit tests with LeakSanitizer — among them spank_host.callbacks, which loads the SANITIZED
+#                paratune.so into a sanitized SPANK host (tests/spank_host) and drives every context (sbatch/srun,
+#                slurmd, slurmstepd: batch step, inherited srun step, broken topology, on_error = "closed", a
+#                world-writable log_dir) through Slurm's callback order. This is what CI runs.
+#   integration  the real-Slurm integration tests with the sanitized plugin loaded in slurmd, slurmstepd, sbatch
+#                and srun (by hand, before a release; not in CI — see "Why not in CI" below).
+# Pass condition: every test passes and there is not a single ASan/UBSan/LSan report. Needs root.
 #
 #   scripts/ci-sanitize.sh [build|unit|integration|all] [CTEST ARGS...]   default: all; e.g. integration -R fault_
 #
 # Environment: SAN_BUILD (build directory, default build-san: the same directory scripts/ci-fuzz.sh uses, so CI
 # compiles once for both stages), SAN_CC (clang, the default, or gcc; scripts/configure-sanitized.sh).
 #
-# How the sanitized plugin gets into Slurm's processes (none of them is built with ASan):
+# How the sanitized plugin gets into Slurm's processes for `integration` (none of them is built with ASan):
 #   * slurmd: tests/integration/local_slurm.sh starts it with $LOCAL_SLURM_DAEMON_ENV, here
 #     LD_PRELOAD=<the compiler's shared ASan runtime>:<libstdc++.so.6> plus ASAN_OPTIONS/UBSAN_OPTIONS with
 #     log_path=<dir>/...; slurmstepd is exec'd by slurmd and inherits that environment, so every job step's plugin
@@ -20,11 +24,15 @@
 #     preload. A job inherits the submitter's environment, so the job's own srun steps (client context again) are
 #     covered, and the job's processes run with the runtime preloaded (harmless; leak checking is off for them).
 #   * Reports go to files (log_path), never only to a daemon's closed stderr; the stage scans them at the end.
-# Leak checking: on in the unit tests (every test binary exits); off in Slurm's processes, whose own allocations
-# (libslurmfull, munge) are not freed at exit and would be reported with our plugin's frames on the stack
-# (LSan suppressions match any frame, so they could not separate Slurm's leaks from ours). Memory errors and UB in
-# the plugin are what the daemons are checked for; leaks of the plugin's code are covered by the unit tests,
-# which run the same code (plugin/job, probe, advisor, policies, tuning) to exit.
+# Why not in CI: slurmstepd forks its tasks while its other threads run, and the ASan runtimes of Debian 12
+# (clang 14, gcc 12) take no lock across fork, so a task's child can block for ever in Slurm's own code
+# (exec_task -> slurm_env_array_copy -> realloc, waiting on an allocator lock another thread held at the fork).
+# Seen once in a CI-like run under load (a job step hung; gdb stack in docs/security.md §7); a stage that can hang
+# on a toolchain race would make CI flaky. glibc's malloc is fork-safe, so production is not affected.
+# Leak checking: on in the unit tests (every test binary exits, the SPANK host unloads the plugin); off in Slurm's
+# processes, whose own allocations (libslurmfull, munge) are not freed at exit and would be reported with our
+# plugin's frames on the stack (LSan suppressions match any frame, so they could not separate Slurm's leaks from
+# ours).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
