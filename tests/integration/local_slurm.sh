@@ -7,6 +7,7 @@
 #   local_slurm.sh plugstack DIR PLUGIN_SO [arguments...]          rewrite plugstack.conf (read at each launch)
 #   local_slurm.sh stop DIR                                        stop only the daemons started under DIR
 #   local_slurm.sh env DIR                                         print the client environment to eval
+#   local_slurm.sh wait-idle DIR                                   wait until the node is idle (resume it if drained)
 #
 # Ports: PARATUNE_TEST_CTLD_PORT / PARATUNE_TEST_SLURMD_PORT (default: free ports from 26817 up).
 # Needs root (slurmd runs jobs as their users; munged is started with --force as root).
@@ -14,7 +15,7 @@ set -euo pipefail
 
 die() { echo "local_slurm: $*" >&2; exit 1; }
 cmd=${1:-}; dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|plugstack|stop|env DIR [PLUGIN_SO args...]"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|plugstack|stop|env|wait-idle DIR [PLUGIN_SO args...]"
 mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
 conf="$dir/etc/slurm.conf"
 node=ptnode
@@ -138,5 +139,6 @@ case "$cmd" in
   plugstack) shift 2; write_plugstack "$@" ;;
   stop) stop ;;
   env) client_env ;;
+  wait-idle) wait_idle ;;   # after a test restarted slurmd: the node is idle again (resumed if it was drained)
   *) die "unknown command $cmd" ;;
 esac

@@ -49,18 +49,7 @@ start_slurmd() {  # start_slurmd LIMIT_S
 }
 new_log() { tail -n +"$LOG_FROM" "$SLURMD_LOG"; }
 
-wait_node_idle() {
-  local state
-  for _ in $(seq 1 60); do
-    state=$(sinfo -h -n "$NODE" -o %t 2>/dev/null | head -n1 || true)
-    case "$state" in
-      idle|mix|alloc) return 0 ;;
-      drain*|down*|inval*) scontrol update nodename="$NODE" state=resume >/dev/null 2>&1 || true ;;
-    esac
-    sleep 1
-  done
-  return 1
-}
+wait_node_idle() { "$(dirname "$0")/local_slurm.sh" wait-idle "$PARATUNE_TEST_DIR" >/dev/null 2>&1; }
 
 # Whatever happens above, leave the fixture's slurmd running with the usual arguments.
 restored=0

@@ -121,36 +121,20 @@ HOST_EXPORT spank_err_t spank_option_register(spank_t sp, struct spank_option* o
   return code(ESPANK_SUCCESS);
 }
 
-HOST_EXPORT void slurm_info(const char* format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  vlog("info: ", format, ap);
-  va_end(ap);
-}
-HOST_EXPORT void slurm_error(const char* format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  vlog("error: ", format, ap);
-  va_end(ap);
-}
-HOST_EXPORT void slurm_verbose(const char* format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  vlog("verbose: ", format, ap);
-  va_end(ap);
-}
-HOST_EXPORT void slurm_debug(const char* format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  vlog("debug: ", format, ap);
-  va_end(ap);
-}
-HOST_EXPORT void slurm_spank_log(const char* format, ...) {
-  va_list ap;
-  va_start(ap, format);
-  vlog("", format, ap);
-  va_end(ap);
-}
+// Slurm's logging functions: the same body five times over, so one macro defines them (a variadic function cannot
+// forward its "..." to another, only its va_list).
+#define HOST_LOG_FUNCTION(name, prefix) \
+  HOST_EXPORT void name(const char* format, ...) { \
+    va_list ap;                                    \
+    va_start(ap, format);                          \
+    vlog(prefix, format, ap);                      \
+    va_end(ap);                                    \
+  }
+HOST_LOG_FUNCTION(slurm_info, "info: ")
+HOST_LOG_FUNCTION(slurm_error, "error: ")
+HOST_LOG_FUNCTION(slurm_verbose, "verbose: ")
+HOST_LOG_FUNCTION(slurm_debug, "debug: ")
+HOST_LOG_FUNCTION(slurm_spank_log, "")
 
 // --- the driver ---
 namespace {
