@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -88,7 +89,32 @@ std::string source_key(const ProbeOptions& o) {
   return k;
 }
 
-bool write_atomically(const std::string& path, const std::string& content, std::string& why) {
+// The cache is written only into a directory that its owner alone can change: in one that others may write to, a
+// user could plant the temporary name or swap the entry between the rename and the next read (the rule slurmd's
+// start applies to the same directory; a planted file would still be refused on read, but root must not write
+// there at all).
+bool directory_is_owners(const std::string& path, uid_t owner, std::string& why) {
+  const auto slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  Fd d;
+  d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (d.fd < 0 || ::fstat(d.fd, &st) != 0) {
+    why = "cache directory " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  if (st.st_uid != owner || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    why = "cache directory " + dir + " (owner uid " + std::to_string(st.st_uid) + ", mode " + mode +
+          ") must be owned by uid " + std::to_string(owner) + " and not group/world-writable; cache not written";
+    return false;
+  }
+  return true;
+}
+
+bool write_atomically(const std::string& path, const std::string& content, uid_t owner, std::string& why) {
+  if (!directory_is_owners(path, owner, why)) return false;
   std::string tmpl = path + ".tmp.XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
@@ -187,7 +213,7 @@ Topology probe_cached(const ProbeOptions& options, const CacheOptions& cache, Ca
     j["topology"] = nlohmann::ordered_json::parse(to_json(t, -1));
     std::string why;
     const std::string text = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-    if (!write_atomically(cache.path, text, why)) r.reason += "; " + why;
+    if (!write_atomically(cache.path, text, cache.owner_uid, why)) r.reason += "; " + why;
   }
   detail::apply_allocation(t, options.allocated_gpus);
   t.fingerprint = compute_fingerprint(t);

@@ -141,3 +141,27 @@ TEST(Cache, NcclOverlayIsPartOfTheKey) {
   EXPECT_EQ(r.reason, "other source");
   EXPECT_TRUE(probe_test::contains_prefix(t.warnings, "NCCL topology file"));  // Lassen ids are not in it
 }
+
+// Written only into a directory no one but its owner can change (slurmd's start applies the same rule to it): in a
+// group/world-writable one a user could plant the temporary name or swap the entry. The probe itself still works.
+TEST(Cache, NotWrittenIntoADirectoryOthersCanWrite) {
+  Fixture f;
+  const std::string dir = f.d.path + "/shared";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  CacheOptions c = f.cache;
+  c.path = dir + "/topology.json";
+  for (mode_t mode : {01777, 0777, 0775, 0757}) {
+    ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
+    CacheResult r;
+    const Topology t = probe_cached(f.opts, c, &r);
+    EXPECT_EQ(t.gpus.size(), 4u);
+    EXPECT_NE(r.reason.find("not group/world-writable; cache not written"), std::string::npos) << r.reason;
+    struct stat st {};
+    EXPECT_NE(::stat(c.path.c_str(), &st), 0) << "written into a directory of mode " << std::oct << mode;
+  }
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);  // control: the same directory, writable by its owner only
+  CacheResult r;
+  probe_cached(f.opts, c, &r);
+  struct stat st {};
+  EXPECT_EQ(::stat(c.path.c_str(), &st), 0) << r.reason;
+}
