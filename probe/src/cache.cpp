@@ -92,10 +92,12 @@ std::string source_key(const ProbeOptions& o) {
 // The cache is written only into a directory that its owner alone can change: in one that others may write to, a
 // user could plant the temporary name or swap the entry between the rename and the next read (the rule slurmd's
 // start applies to the same directory; a planted file would still be refused on read, but root must not write
-// there at all).
-bool directory_is_owners(const std::string& path, uid_t owner, std::string& why) {
+// there at all). The checks are made on a descriptor of the directory, and the temporary file is created and
+// renamed through that same descriptor, so what was checked is what is written into.
+bool write_atomically(const std::string& path, const std::string& content, uid_t owner, std::string& why) {
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   Fd d;
   d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st {};
@@ -110,21 +112,18 @@ bool directory_is_owners(const std::string& path, uid_t owner, std::string& why)
           ") must be owned by uid " + std::to_string(owner) + " and not group/world-writable; cache not written";
     return false;
   }
-  return true;
-}
-
-bool write_atomically(const std::string& path, const std::string& content, uid_t owner, std::string& why) {
-  if (!directory_is_owners(path, owner, why)) return false;
-  std::string tmpl = path + ".tmp.XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
+  // O_EXCL | O_NOFOLLOW in a directory no one else can write to: a name of our own, never someone's file.
   Fd f;
-  f.fd = ::mkstemp(buf.data());
+  std::string tmp;
+  for (int attempt = 0; attempt < 100 && f.fd < 0; ++attempt) {
+    tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+    f.fd = ::openat(d.fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (f.fd < 0 && errno != EEXIST) break;
+  }
   if (f.fd < 0) {
     why = std::string("cannot create temp file: ") + std::strerror(errno);
     return false;
   }
-  const std::string tmp(buf.data());
   bool ok = ::fchmod(f.fd, 0644) == 0;
   size_t off = 0;
   while (ok && off < content.size()) {
@@ -136,9 +135,9 @@ bool write_atomically(const std::string& path, const std::string& content, uid_t
   ok = ok && ::fsync(f.fd) == 0;
   ok = ::close(f.fd) == 0 && ok;
   f.fd = -1;
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!ok || ::renameat(d.fd, tmp.c_str(), d.fd, name.c_str()) != 0) {
     why = std::string("cannot write cache: ") + std::strerror(errno);
-    ::unlink(tmp.c_str());
+    ::unlinkat(d.fd, tmp.c_str(), 0);
     return false;
   }
   return true;
