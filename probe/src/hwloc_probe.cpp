@@ -10,7 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <ctime>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -18,8 +18,10 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
 
 #include "internal.h"
+#include "paratune/probe/bounded_child.h"
 
 namespace paratune::probe::internal {
 
@@ -235,50 +237,39 @@ constexpr int kXmlCheckSeconds = 20;
 // loaded it cleanly (same bytes, same library: the second load takes the same path). The child touches nothing
 // but hwloc and leaves with _exit; a crash there is silent (default signal action, no core file).
 void check_xml_in_child(const HwlocSource& src) {
-  // With SIGCHLD ignored the kernel reaps the child and waitpid() cannot see its status: default it meanwhile.
-  struct sigaction old_chld {}, dfl {};
-  dfl.sa_handler = SIG_DFL;
-  ::sigemptyset(&dfl.sa_mask);
-  const bool restore = ::sigaction(SIGCHLD, nullptr, &old_chld) == 0 && old_chld.sa_handler == SIG_IGN &&
-                       ::sigaction(SIGCHLD, &dfl, nullptr) == 0;
-  struct RestoreChld {
-    bool on;
-    const struct sigaction& old;
-    ~RestoreChld() {
-      if (on) ::sigaction(SIGCHLD, &old, nullptr);
-    }
-  } restore_chld{restore, old_chld};
-  const pid_t pid = ::fork();
-  if (pid < 0) throw ProbeError(src.origin + ": cannot fork to check the XML: " + std::strerror(errno));
-  if (pid == 0) {
-    const struct rlimit no_core {0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
-    ::alarm(kXmlCheckSeconds + 5);  // never outlive the parent's wait by much, even if the parent is gone
-    hwloc_topology_t topo = nullptr;
-    if (hwloc_topology_init(&topo) != 0) ::_exit(2);
-    configure(topo);
-    if (hwloc_topology_set_xmlbuffer(topo, src.text_or_dir.c_str(), static_cast<int>(src.text_or_dir.size() + 1)) != 0)
-      ::_exit(1);
-    ::_exit(hwloc_topology_load(topo) == 0 ? 0 : 1);
+  // run_bounded_child (bounded_child.h): a process group killed at the deadline, never a blocking waitpid, the
+  // worker's status through a pipe (so a caller whose SIGCHLD is ignored still sees a crash), and in the worker
+  // every signal unblocked and at its default action: the alarm() below works in slurmstepd's children, where
+  // SIGALRM is blocked, and SIGSEGV & co. end the worker silently instead of reaching a handler of the daemon.
+  BoundedChildLimits limits;
+  limits.deadline = std::chrono::seconds(kXmlCheckSeconds);
+  limits.max_reply = 0;
+  limits.alarm_s = kXmlCheckSeconds + 5;  // never outlive the parent's wait by much, even if the parent is gone
+  BoundedChildResult r;
+  try {
+    r = run_bounded_child(
+        [&](int) {
+          const struct rlimit no_core {0, 0};
+          ::setrlimit(RLIMIT_CORE, &no_core);
+          hwloc_topology_t topo = nullptr;
+          if (hwloc_topology_init(&topo) != 0) ::_exit(2);
+          configure(topo);
+          if (hwloc_topology_set_xmlbuffer(topo, src.text_or_dir.c_str(),
+                                           static_cast<int>(src.text_or_dir.size() + 1)) != 0)
+            ::_exit(1);
+          ::_exit(hwloc_topology_load(topo) == 0 ? 0 : 1);
+        },
+        limits);
+  } catch (const std::system_error& e) {
+    throw ProbeError(src.origin + ": cannot fork to check the XML: " + e.what());
   }
-  int status = 0;
-  const std::time_t deadline = std::time(nullptr) + kXmlCheckSeconds;
-  for (;;) {
-    const pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR)
-      throw ProbeError(src.origin + ": lost the XML check process: " + std::strerror(errno));
-    if (std::time(nullptr) >= deadline) {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      throw ProbeError(src.origin + ": hwloc did not finish loading this XML within " +
-                       std::to_string(kXmlCheckSeconds) + " s; not a usable topology file");
-    }
-    const struct timespec ts {0, 2 * 1000 * 1000};
-    ::nanosleep(&ts, nullptr);
-  }
+  if (r.timed_out)
+    throw ProbeError(src.origin + ": hwloc did not finish loading this XML within " +
+                     std::to_string(kXmlCheckSeconds) + " s; not a usable topology file");
+  if (!r.status_known)
+    throw ProbeError(src.origin + ": lost the XML check process" +
+                     (r.fork_errno ? std::string(": ") + std::strerror(r.fork_errno) : std::string()));
+  const int status = r.status;
   if (WIFSIGNALED(status))
     throw ProbeError(src.origin + ": hwloc " + std::to_string(HWLOC_API_VERSION >> 16) + ".x crashes on this XML (" +
                      ::strsignal(WTERMSIG(status)) + "); the file is corrupt");

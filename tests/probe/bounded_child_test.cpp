@@ -123,3 +123,20 @@ TEST(BoundedChild, ATooLongReplyStopsTheWorker) {
   EXPECT_FALSE(r.timed_out);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
+
+// The hwloc XML check (hwloc_probe.cpp) on a file that crashes hwloc 2.9's importer, from a caller ignoring
+// SIGCHLD: still reported as a crash, not as a lost process or a success.
+TEST(BoundedChild, HwlocXmlCheckSeesTheCrashWithSigchldIgnored) {
+  const std::string xml = probe_test::fixture("../../fuzz/regressions/hwloc_xml/numanode-without-complete-nodeset.xml");
+  ASSERT_TRUE(probe_test::exists(xml)) << xml;
+  ScopedDisposition ign(SIGCHLD, SIG_IGN);
+  ScopedBlock block({SIGALRM});
+  try {
+    probe_test::load(xml);
+    FAIL() << "a corrupt XML loaded";
+  } catch (const paratune::probe::ProbeError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("numanode-without-complete-nodeset.xml"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("crashes on this XML"), std::string::npos) << msg;  // as in fuzz/regressions
+  }
+}
