@@ -6,6 +6,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "job/log_text.h"
 #include "plugin_state.h"
 #include "spank_api.h"
 
@@ -17,7 +18,8 @@ namespace {
 class SlurmSink : public spdlog::sinks::base_sink<std::mutex> {
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    const std::string text(msg.payload.data(), msg.payload.size());
+    // Escaped and capped: a user's value holding "\n" must not forge a slurmd log line (job/log_text.h).
+    const std::string text = job::loggable(std::string_view(msg.payload.data(), msg.payload.size()));
     if (msg.level >= spdlog::level::err) slurm_error("paratune: %s", text.c_str());
     else if (msg.level == spdlog::level::warn) slurm_info("paratune: warning: %s", text.c_str());
     else if (msg.level == spdlog::level::info) slurm_info("paratune: %s", text.c_str());
@@ -33,8 +35,11 @@ class FdSink : public spdlog::sinks::base_sink<std::mutex> {
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string text = job::loggable(std::string_view(msg.payload.data(), msg.payload.size()));
+    spdlog::details::log_msg safe(msg);
+    safe.payload = spdlog::string_view_t(text.data(), text.size());
     spdlog::memory_buf_t buf;
-    formatter_->format(msg, buf);
+    formatter_->format(safe, buf);
     ssize_t ignored = ::write(fd_, buf.data(), buf.size());  // best effort: logging never fails a job
     (void)ignored;
   }

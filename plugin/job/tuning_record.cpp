@@ -1,5 +1,6 @@
 #include "tuning_record.h"
 
+#include "log_text.h"
 #include "plan_json.h"
 
 namespace paratune::job {
@@ -8,46 +9,85 @@ using nlohmann::json;
 
 namespace {
 
+// Environment values are the user's (kept, replaced, removed): capped so one job cannot bloat the site's log.
 json assignments(const std::vector<EnvAssignment>& v) {
   json out = json::object();
-  for (const auto& a : v) out[a.name] = a.value;
+  for (const auto& a : v) out[capped(a.name)] = capped(a.value);
   return out;
 }
 
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 }  // namespace
 
-json tuning_record(const JobIdentity& job, const OptionSpec& spec, const Decision& d, const EnvOutcome& env,
-                   long long end_time_unix) {
+json decision_record(const Decision& d) {
   const auto& p = d.plan.prediction;
   json changes = json::array();
-  for (const auto& c : d.policy_changes) changes.push_back({{"what", c.what}, {"reason", c.reason}});
-  return {{"version", 1},
-          {"time", end_time_unix},
-          {"job_id", job.job_id},
-          {"step_id", job.step_id},
-          {"user", job.user},
-          {"uid", job.uid},
-          {"partition", job.partition},
-          {"host", job.hostname},
-          {"nodes", job.nodes},
-          {"node_list", job.nodelist},
-          {"state", job.state},
-          {"gpus_per_node", job.gpus_on_node},
-          {"gpu_model", d.scenario.cluster.gpu},
+  for (const auto& c : d.policy_changes) changes.push_back({{"what", capped(c.what)}, {"reason", capped(c.reason)}});
+  json notes = json::array();
+  for (const auto& n : d.notes) notes.push_back(capped(n, 1024));
+  return {{"gpu_model", d.scenario.cluster.gpu},
           {"fingerprint", d.fingerprint},
-          {"option", spec.raw},
           {"mode", to_string(d.mode)},
           {"scenario", to_json(d.scenario)},
           {"plan", to_json(d.plan.layout)},
           {"predicted", {{"step_time_s", p.step_time_s}, {"tokens_per_s", p.tokens_per_s},
                          {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu}, {"mfu", p.mfu},
                          {"memory_gib_per_gpu", p.memory_gib_per_gpu}}},
-          {"env_set", assignments(env.set)},
-          {"env_kept", assignments(env.kept)},
-          {"env_replaced", assignments(env.replaced)},
-          {"env_removed", assignments(env.removed)},
           {"policy_changes", changes},
-          {"notes", d.notes}};
+          {"notes", notes}};
+}
+
+json tuning_record(const JobIdentity& job, const OptionSpec& spec, const json& decision_part, const EnvOutcome& env,
+                   long long end_time_unix) {
+  json line = {{"version", 1},
+               {"time", end_time_unix},
+               {"job_id", job.job_id},
+               {"step_id", job.step_id},
+               {"user", job.user},
+               {"uid", job.uid},
+               {"partition", capped(job.partition)},
+               {"host", job.hostname},
+               {"nodes", job.nodes},
+               {"node_list", job.nodelist},
+               {"state", job.state},
+               {"gpus_per_node", job.gpus_on_node},
+               {"option", capped(spec.raw)}};
+  for (const char* key : {"gpu_model", "fingerprint", "mode", "scenario", "plan", "predicted"})
+    if (decision_part.contains(key)) line[key] = decision_part[key];
+  line["env_set"] = assignments(env.set);
+  line["env_kept"] = assignments(env.kept);
+  line["env_replaced"] = assignments(env.replaced);
+  line["env_removed"] = assignments(env.removed);
+  for (const char* key : {"policy_changes", "notes"})
+    if (decision_part.contains(key)) line[key] = decision_part[key];
+  return line;
+}
+
+json tuning_record(const JobIdentity& job, const OptionSpec& spec, const Decision& d, const EnvOutcome& env,
+                   long long end_time_unix) {
+  return tuning_record(job, spec, decision_record(d), env, end_time_unix);
+}
+
+std::string tuning_line_text(json record) {
+  std::string text = dump(record);
+  if (text.size() <= kMaxTuningLine) return text;
+  record["truncated"] = true;
+  for (const char* key : {"scenario", "notes", "env_set", "env_kept", "env_replaced", "env_removed",
+                          "policy_changes", "node_list", "suspect"}) {
+    if (!record.contains(key)) continue;
+    record[key] = {{"omitted_bytes", dump(record[key]).size()}};
+    text = dump(record);
+    if (text.size() <= kMaxTuningLine) return text;
+  }
+  // Still too large (a huge user string elsewhere): keep only what identifies the job and its figures.
+  json minimal = json::object();
+  for (const char* key : {"version", "time", "job_id", "step_id", "user", "uid", "nodes", "gpus_per_node", "state",
+                          "gpu_model", "fingerprint", "plan", "predicted", "achieved", "ratio", "report"})
+    if (record.contains(key)) minimal[key] = record[key];
+  minimal["truncated"] = true;
+  text = dump(minimal);
+  return text.size() <= kMaxTuningLine ? text : dump(json{{"version", 1}, {"job_id", capped(record.value("job_id", ""))}, {"truncated", true}});
 }
 
 }  // namespace paratune::job

@@ -14,11 +14,23 @@ struct JobIdentity {
   std::string job_id, step_id, user, partition, hostname;
   unsigned uid = 0, gid = 0;
   int nodes = 1, gpus_on_node = 0;
-  std::string nodelist;  // SLURM_JOB_NODELIST, as Slurm writes it (node[01-04])
+  std::string nodelist;  // the step's node list as Slurm sets it for that kind of step (node[01-04]), checked
   std::string state;     // how the deciding step ended: "completed", "failed (exit N)", "killed (signal N)"
 };
 
+// The decision's part of the line: gpu_model, fingerprint, mode, scenario, plan, predicted, policy_changes, notes.
+// Made where the decision is made (a child process in slurmstepd), carried back as JSON.
+nlohmann::json decision_record(const Decision& d);
+
+// The whole line. User-derived values (the option, environment values) are capped (log_text.h).
+nlohmann::json tuning_record(const JobIdentity& job, const OptionSpec& spec, const nlohmann::json& decision_part,
+                             const EnvOutcome& env, long long end_time_unix);
 nlohmann::json tuning_record(const JobIdentity& job, const OptionSpec& spec, const Decision& d,
                              const EnvOutcome& env, long long end_time_unix);
+
+// The text appended to the tuning log: one line of at most kMaxTuningLine bytes. When the record is larger, the
+// bulky fields (scenario, notes, env_*, policy_changes) are replaced by what they held in size and the line says
+// "truncated": true; the identity, plan, prediction and achieved figures always stay.
+std::string tuning_line_text(nlohmann::json record);
 
 }  // namespace paratune::job
