@@ -123,10 +123,18 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
     if (group >= 0 && st.st_gid != static_cast<gid_t>(group) && ::fchown(fd.get(), -1, static_cast<gid_t>(group)) != 0)
       fail("chgrp " + name);
   }
-  // Concurrent jobs append to the same log: lock, but never wait without bound inside slurmstepd.
+  // Concurrent jobs append to the same log: lock, but never wait without bound inside slurmstepd. The lock is a
+  // separate file that only its owner can open (mode 0600): a log the policy makes readable (0644) could otherwise
+  // be flock'ed by any user, stalling every job's end by the whole wait.
+  const std::string lock_name = "." + name + ".lock";
+  UniqueFd lock(::openat(dirfd, lock_name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  struct stat lock_st {};
+  if (!lock || ::fstat(lock.get(), &lock_st) != 0 || !S_ISREG(lock_st.st_mode)) fail("open the lock " + lock_name);
+  require_own_single_link(lock_name, lock_st);
+  if ((lock_st.st_mode & 077) != 0 && ::fchmod(lock.get(), 0600) != 0) fail("chmod " + lock_name);
   bool locked = false;
   for (int attempt = 0; attempt < 200 && !locked; ++attempt) {
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+    if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {
       locked = true;
       break;
     }
@@ -147,14 +155,14 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
     // A full disk took part of the line: cut it off again, so that every line of the log stays whole JSON.
     const int saved = ENOSPC;
     if (know_size && ::ftruncate(fd.get(), before.st_size) == 0) {
-      if (locked) ::flock(fd.get(), LOCK_UN);
+      if (locked) ::flock(lock.get(), LOCK_UN);
       errno = saved;
       fail("append to " + name + " (partial line removed)");
     }
     throw std::runtime_error(name + ": short write (disk full?)");
   }
   if (n < 0) fail("append to " + name);
-  if (locked) ::flock(fd.get(), LOCK_UN);
+  if (locked) ::flock(lock.get(), LOCK_UN);
 }
 
 namespace {
