@@ -13,29 +13,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <system_error>
 
 #include "contexts.h"
 #include "job/allocation.h"
 #include "job/bounded_probe.h"
 #include "job/decision.h"
-#include "job/plan_json.h"
+#include "job/decision_child.h"
+#include "job/log_text.h"
 #include "job/report_reader.h"
-#include "paratune/tuning/report.h"
-#include "paratune/tuning/tuning_log.h"
 #include "job/safe_file.h"
 #include "job/tuning_record.h"
 #include "paratune/probe/probe.h"
 #include "plugin_state.h"
+#include "slurm_nodes.h"
 #include "spank_env.h"
 
 namespace paratune::plugin {
 
 namespace {
 
-constexpr size_t kMaxScenarioBytes = 1 << 20;
 constexpr int kReportTimeoutMs = 5000;
 
 template <typename T>
@@ -76,13 +78,22 @@ void warn_no_job_log(const std::string& path, int err) {
              std::strerror(err));
 }
 
-// <log_dir>/jobs/<jobid>.log, opened as root inside root-owned directories.
+// <log_dir>/jobs/<jobid>.log, opened as root inside root-owned directories (jobs/ checked like log_dir: root's,
+// not group/world-writable, so no user can plant a link or a file there).
+job::UniqueFd jobs_directory(const std::string& log_dir) {
+  job::ensure_directory(log_dir, 0755, 0);
+  return job::ensure_directory(log_dir + "/jobs", 0750, 0);
+}
+
 void open_job_log(const std::string& log_dir, const std::string& job_id) {
-  auto dir = job::ensure_directory(log_dir, 0755, 0);
   const std::string jobs_path = log_dir + "/jobs", name = job_id + ".log";
-  if (::mkdirat(dir.get(), "jobs", 0750) != 0 && errno != EEXIST) return warn_no_job_log(jobs_path, errno);
-  job::UniqueFd jobs(::openat(dir.get(), "jobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!jobs) return warn_no_job_log(jobs_path, errno);
+  job::UniqueFd jobs;
+  try {
+    jobs = jobs_directory(log_dir);
+  } catch (const std::exception& e) {
+    log().warn("cannot use {}: {}; this job's messages go to the Slurm log only", jobs_path, e.what());
+    return;
+  }
   job::UniqueFd fd(::openat(jobs.get(), name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640));
   if (!fd) {
     const int err = errno;  // before building the path: an allocation may change errno
@@ -126,44 +137,74 @@ void load_calibration() {
   auto& s = state();
   if (::access(s.config.calibration.c_str(), F_OK) != 0) return;
   try {
-    s.calibration = advisor::parse_calibration(job::read_trusted_file(s.config.calibration, kMaxScenarioBytes),
+    s.calibration = advisor::parse_calibration(job::read_trusted_file(s.config.calibration, job::kMaxScenarioBytes),
                                                s.config.calibration);
   } catch (const std::exception& e) {
     log().error("calibration: {}; using the shipped model", e.what());
   }
 }
 
-// Where the plan files go: the configured job_dir, else the submit directory, else /tmp; as the job's user.
-std::string write_job_files(const job::Decision& d, const std::string& job_id, const std::string& submit_dir) {
-  const auto& cfg = state().config;
+// Where the plan directory may go, in order: the configured job_dir, the submit directory, /tmp.
+std::vector<std::string> plan_dir_bases(const std::string& submit_dir) {
   std::vector<std::string> bases;
-  if (!cfg.job_dir.empty()) bases.push_back(cfg.job_dir);
+  if (!state().config.job_dir.empty()) bases.push_back(state().config.job_dir);
   if (!submit_dir.empty()) bases.push_back(submit_dir);
   bases.push_back("/tmp");
-  const auto files = job::decision_files(d);
-  std::string last_error;
-  for (const auto& base : bases) {
-    const std::string dir = base + "/paratune-" + job_id;
-    try {
-      auto fd = job::ensure_directory(dir, 0755, ::geteuid());
-      for (const auto& [name, content] : files) job::write_file_atomic(fd.get(), name, content, 0644);
-      return dir;
-    } catch (const std::exception& e) {
-      last_error = e.what();
-    }
-  }
-  throw std::runtime_error("could not write the plan files: " + last_error);
+  return bases;
 }
 
+// User values in the logs are capped and escaped (job/log_text.h): 16 variables of 100 kB must not become 1.6 MB
+// of slurmd log, nor a newline in a value a forged line.
 void log_outcome(const job::EnvOutcome& o) {
-  for (const auto& k : o.kept) log().info("kept the user's {}={}", k.name, k.value);
-  for (const auto& r : o.replaced) log().info("replaced the user's {}={}: {}", r.name, r.value, r.reason);
-  for (const auto& r : o.removed) log().info("removed {} from the job environment: {}", r.name, r.reason);
-  for (const auto& f : o.failed) log().warn("could not set or remove {}", f.name);
+  for (const auto& k : o.kept) log().info("kept the user's {}={}", job::capped(k.name), job::capped(k.value));
+  for (const auto& r : o.replaced)
+    log().info("replaced the user's {}={}: {}", job::capped(r.name), job::capped(r.value), r.reason);
+  for (const auto& r : o.removed) log().info("removed {} from the job environment: {}", job::capped(r.name), r.reason);
+  for (const auto& f : o.failed) log().warn("could not set or remove {}", job::capped(f.name));
 }
 
-void log_changes(const std::vector<policies::PolicyChange>& changes) {
-  for (const auto& c : changes) log().info("policy: {}", policies::describe(c));
+// The job's uid, gid and supplementary groups from Slurm. Without uid and gid nothing is done on the user's behalf
+// (a default of 0 would make every "drop to the user" a drop to root).
+job::JobUser job_user(spank_t sp) {
+  job::JobUser u;
+  const bool have_uid = spank_get_item(sp, S_JOB_UID, &u.uid) == ESPANK_SUCCESS;
+  const bool have_gid = spank_get_item(sp, S_JOB_GID, &u.gid) == ESPANK_SUCCESS;
+  u.known = have_uid && have_gid;
+  gid_t* gids = nullptr;
+  int count = 0;
+  if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &count) == ESPANK_SUCCESS && gids && count > 0)
+    u.groups.assign(gids, gids + std::min(count, 65536));
+  else if (u.known)
+    u.groups = job::groups_of(user_name(u.uid), u.gid);
+  return u;
+}
+
+// The step's nodes for the tuning log, from the variable Slurm sets for this kind of step (slurm_nodes.h).
+void record_step_nodes(const job::JobEnvironment& env, bool batch_step, int node_count) {
+  auto& s = state();
+  StepNodes nodes = step_nodes(env, batch_step, node_count);
+  s.node_names = std::move(nodes.names);
+  s.node_list_problem = nodes.problem;
+  s.job.nodelist = nodes.compact.empty() ? s.job.hostname : nodes.compact;
+}
+
+// The identity of the job and step (Slurm's items and the variables Slurm sets, never the user's).
+job::Allocation read_identity(spank_t sp, const job::JobEnvironment& env, unsigned step) {
+  auto& s = state();
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
+  s.job.job_id = std::to_string(item<uint32_t>(sp, S_JOB_ID, 0));
+  s.job.step_id = step_name(step);
+  s.user = job_user(sp);
+  s.job.uid = s.user.uid;
+  s.job.gid = s.user.gid;
+  s.job.user = s.user.known ? user_name(s.user.uid) : "unknown";
+  job::Allocation alloc = job::allocation_from_env(env, step == kBatchStep);
+  s.job.partition = alloc.partition;
+  s.job.nodes = alloc.nodes;
+  s.job.gpus_on_node = alloc.gpus_on_node;
+  record_step_nodes(env, step == kBatchStep, alloc.nodes);
+  return alloc;
 }
 
 int post_opt(spank_t sp) {
@@ -173,24 +214,15 @@ int post_opt(spank_t sp) {
   if (step == kExternStep) return 0;
 
   SpankEnvironment env(sp);
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
-  s.job.job_id = std::to_string(item<uint32_t>(sp, S_JOB_ID, 0));
-  s.job.step_id = step_name(step);
-  s.job.uid = item<uid_t>(sp, S_JOB_UID, 0);
-  s.job.gid = item<gid_t>(sp, S_JOB_GID, 0);
-  s.job.nodelist = env.get("SLURM_JOB_NODELIST").value_or(s.job.hostname);
-  s.job.user = user_name(s.job.uid);  // from Slurm's uid, not SLURM_JOB_USER (the job's env is the user's)
-  const job::Allocation alloc = job::allocation_from_env(env, step == kBatchStep);
-  s.job.partition = alloc.partition;
-  s.job.nodes = alloc.nodes;
-  s.job.gpus_on_node = alloc.gpus_on_node;
-
+  const job::Allocation alloc = read_identity(sp, env, step);
   if (!load_policy(alloc.partition)) return 0;
+  // Until the mode is known, a failure still leaves the site's variables in force for a job that asked for paratune.
+  s.env_rules_apply = s.option_given || s.policy.env.all_jobs;
   if (s.option_given) s.spec = job::parse_option_spec(s.option_text);
   const auto md = job::decide_job_mode(s.spec ? &*s.spec : nullptr, s.config, s.policy, alloc.gpus_on_node);
   s.mode = md.mode;
   s.mode_changes = md.changes;
+  s.env_rules_apply = md.env_rules_apply;
   if (md.mode == job::Mode::Off) {
     s.policy_env_only = md.env_rules_apply;
     if (s.option_given) log().info("job {} step {}: {}", s.job.job_id, s.job.step_id, md.why);
@@ -199,11 +231,14 @@ int post_opt(spank_t sp) {
   if (!s.spec) s.spec = job::parse_option_spec("");  // on by default: the site's default scenario
   open_job_log(s.config.log_dir, s.job.job_id);
   log().info("job {} step {}: {}", s.job.job_id, s.job.step_id, md.why);
+  if (!s.node_list_problem.empty())
+    log().warn("job {} step {}: node list not recorded: {}", s.job.job_id, s.job.step_id, s.node_list_problem);
   if (alloc.gpus_on_node == 0 && alloc.gpu_indexes.empty()) {
     log().info("job {} step {}: the job requested no GPUs on this node; no plan", s.job.job_id, s.job.step_id);
     s.policy_env_only = md.env_rules_apply;
     return 0;
   }
+  if (!s.user.known) throw std::runtime_error("Slurm did not give the job's uid and gid; no plan");
 
   load_calibration();
   probe::ProbeOptions opts;
@@ -225,13 +260,42 @@ int post_opt(spank_t sp) {
     if (fp != s.topology->fingerprint)
       log().warn("job {} step {}: this node's topology fingerprint {} differs from the plan's {} ({}); "
                  "the plan was made for another kind of node", s.job.job_id, s.job.step_id,
-                 s.topology->fingerprint, fp, *inherited);
+                 s.topology->fingerprint, job::capped(fp), job::capped(*inherited));
     else
-      log().debug("job {} step {}: inherited plan {}, fingerprint matches", s.job.job_id, s.job.step_id, *inherited);
+      log().debug("job {} step {}: inherited plan {}, fingerprint matches", s.job.job_id, s.job.step_id,
+                  job::capped(*inherited));
     return 0;
   }
   s.deciding_step = true;
   return 0;
+}
+
+// The site's forced/default/forbidden variables alone: paratune is off for the step, or failed on the way.
+void inject_policy_env(job::JobEnvironment& env) {
+  auto& s = state();
+  const auto inj = job::policy_injection(s.policy, {});
+  s.env_injected = true;
+  log_outcome(job::inject(env, inj.assignments, inj.force, inj.unset));
+}
+
+job::DecideRequest decide_request(const job::JobEnvironment& env) {
+  auto& s = state();
+  job::DecideRequest r;
+  r.input.config = s.config;
+  r.input.spec = *s.spec;
+  r.input.alloc = job::allocation_from_env(env, s.job.step_id == step_name(kBatchStep));
+  r.input.topology = *s.topology;
+  r.input.policy = s.policy;
+  r.input.mode = s.mode;
+  r.input.calibration = s.calibration;
+  // Relative paths from the submit directory; the child reads the file as the job's user.
+  if (!s.spec->scenario_file.empty()) r.scenario_path = resolve_path(s.spec->scenario_file, r.input.alloc.submit_dir);
+  r.mode_changes = s.mode_changes;
+  r.user = s.user;
+  r.job_id = s.job.job_id;
+  r.dir_bases = plan_dir_bases(r.input.alloc.submit_dir);
+  r.timeout_ms = s.config.decide_timeout_ms;
+  return r;
 }
 
 int user_init(spank_t sp) {
@@ -239,81 +303,80 @@ int user_init(spank_t sp) {
   SpankEnvironment env(sp);
   if (s.policy_env_only) {
     // paratune is off for this job, but the site's forced/default/forbidden variables still apply.
-    const auto inj = job::policy_injection(s.policy, {});
-    log_outcome(job::inject(env, inj.assignments, inj.force, inj.unset));
+    inject_policy_env(env);
     return 0;
   }
   if (!s.deciding_step || !s.topology || !s.spec) return 0;
-  job::DecisionInput in;
-  in.config = s.config;
-  in.spec = *s.spec;
-  in.alloc = job::allocation_from_env(env, s.job.step_id == step_name(kBatchStep));
-  in.topology = *s.topology;
-  in.policy = s.policy;
-  in.mode = s.mode;
-  in.calibration = s.calibration;
-  if (!s.spec->scenario_file.empty()) {
-    // Read as the job's user (euid is theirs here), relative paths from the submit directory.
-    in.scenario_text = job::read_bounded(resolve_path(s.spec->scenario_file, in.alloc.submit_dir), kMaxScenarioBytes);
-  }
-  job::Decision d = job::decide(in);
-  d.policy_changes.insert(d.policy_changes.begin(), s.mode_changes.begin(), s.mode_changes.end());
-
-  // Plan the environment first (the policy's changes belong in the plan file), then write, then inject.
-  auto inj = job::policy_injection(s.policy, job::decision_env(d, "", ""));
-  d.policy_changes.insert(d.policy_changes.end(), inj.changes.begin(), inj.changes.end());
-  const std::string dir = write_job_files(d, s.job.job_id, in.alloc.submit_dir);
-  inj = job::policy_injection(s.policy, job::decision_env(d, dir + "/plan.json", dir + "/report.jsonl"));
-  s.env_outcome = job::inject(env, inj.assignments, inj.force, inj.unset);
+  // The @FILE read, its parse and the search run in a child that is the job's user, bounded in time: a hostile
+  // scenario (50,000 nested tables, a 2^30 global batch) costs that child, never slurmstepd.
+  job::DecidedJob d = job::decide_in_child(decide_request(env));
+  s.env_outcome = job::inject(env, d.injection.assignments, d.injection.force, d.injection.unset);
+  s.env_injected = true;
   s.report_path = env.get("PARATUNE_REPORT").value_or("");
-
-  const auto& l = d.plan.layout;
-  log().info("job {} step {}: {} on {}x{} {}: {} tp={} pp={} dp={} cp={} vpp={} mbs={} zero={} recompute={} "
-             "predicted {:.3f} s/step, {:.0f} tokens/s; {} variables set, {} kept; plan {}/plan.json",
-             s.job.job_id, s.job.step_id, d.scenario.model.name, d.scenario.cluster.nodes,
-             d.scenario.cluster.gpus_per_node, d.scenario.cluster.gpu, advisor::to_string(d.plan.framework), l.tp,
-             l.pp, l.dp, l.cp, l.virtual_stages, l.micro_batch, l.zero_stage, advisor::to_string(l.recompute),
-             d.plan.prediction.step_time_s, d.plan.prediction.tokens_per_s, s.env_outcome.set.size(),
-             s.env_outcome.kept.size(), dir);
+  log().info("job {} step {}: {}; {} variables set, {} kept", s.job.job_id, s.job.step_id, d.summary,
+             s.env_outcome.set.size(), s.env_outcome.kept.size());
   log_outcome(s.env_outcome);
-  log_changes(d.policy_changes);
+  for (const auto& c : d.changes) log().info("policy: {}", c);
   for (const auto& n : d.notes) log().info("note: {}", n);
   s.decision = std::move(d);
   return 0;
 }
 
 // The tuning log: the policy may move it and set its mode and group; root-owned directories only.
-void write_tuning_line(const std::string& line) {
+long tuning_log_group(const std::string& group) {
+  std::vector<char> buf(16384);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    struct group gr {}, *found = nullptr;
+    const int rc = getgrnam_r(group.c_str(), &gr, buf.data(), buf.size(), &found);
+    if (rc == 0 && found) return found->gr_gid;
+    if (rc != ERANGE) break;
+    buf.resize(buf.size() * 4);  // a group with many members needs a larger buffer
+  }
+  // A numeric group is taken as a gid only when it is all digits; anything else leaves the group unchanged.
+  const bool numeric = !group.empty() && group.size() < 11 &&
+                       std::all_of(group.begin(), group.end(), [](unsigned char c) { return std::isdigit(c); });
+  if (numeric) return std::stol(group);
+  log().warn("tuning log: group {} not found; the log's group is left unchanged", job::capped(group));
+  return -1;
+}
+
+void write_tuning_line(const nlohmann::json& line) {
   auto& s = state();
   std::string path = s.policy.log.tuning_log.value_or(s.config.log_dir + "/tuning.jsonl");
   const auto slash = path.find_last_of('/');
   const std::string dir_path = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
   auto dir = job::ensure_directory(dir_path, 0755, 0);
   const mode_t mode = s.policy.log.file_mode & 0664;  // never writable by others
-  long gid = -1;
-  if (s.policy.log.group) {
-    struct group gr {}, *found = nullptr;
-    char buf[4096];
-    if (getgrnam_r(s.policy.log.group->c_str(), &gr, buf, sizeof buf, &found) == 0 && found) gid = found->gr_gid;
-    else gid = static_cast<long>(std::strtoul(s.policy.log.group->c_str(), nullptr, 10));
-  }
-  job::append_line(dir.get(), name, line, mode, gid);
+  const long gid = s.policy.log.group ? tuning_log_group(*s.policy.log.group) : -1;
+  job::append_line(dir.get(), name, job::tuning_line_text(line), mode, gid);
 }
 
-// What the job achieved, from its report: read as the job's user in a bounded child. A bad report never stops
-// the line from being written; it is recorded as "report": "invalid: ...".
+// One tuning-log line per job: the first deciding step of the job claims it (jobs/<id>.line, created O_EXCL in
+// the root-owned jobs directory); later deciding steps (several sruns in one salloc) write none.
+bool claim_tuning_line(const std::string& job_id) {
+  auto jobs = jobs_directory(state().config.log_dir);
+  job::UniqueFd marker(::openat(jobs.get(), (job_id + ".line").c_str(),
+                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (marker) return true;
+  if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "jobs/" + job_id + ".line");
+  return false;
+}
+
+// What the job achieved, from its report: read and parsed as the job's user in a bounded child. A bad report
+// never stops the line from being written; it is recorded as "report": "invalid: ...".
 void add_report(nlohmann::json& line) {
   auto& s = state();
-  std::optional<tuning::ReportSummary> summary;
-  if (!s.report_path.empty()) {
-    const auto file = job::read_report_as_user(s.report_path, s.job.uid, s.job.gid, kReportTimeoutMs);
-    if (!file.missing) {
-      tuning::ReportSummary bad;
-      bad.invalid_reason = file.error;
-      summary = file.content ? tuning::summarize_report(*file.content, file.truncated) : bad;
-    }
+  if (s.report_path.empty()) {
+    line["report"] = "missing";
+    return;
   }
-  tuning::add_achieved(line, summary, s.policy.suspect_ratio, tuning::expand_hostlist(s.job.nodelist));
+  const double predicted = line["predicted"].value("step_time_s", 0.0);
+  auto fields = job::report_fields_as_user(s.report_path, s.user, predicted, s.policy.suspect_ratio, kReportTimeoutMs);
+  if (fields.contains("suspect") && fields["suspect"].is_object())
+    fields["suspect"]["nodes"] = s.node_names.empty() ? std::vector<std::string>{s.job.hostname} : s.node_names;
+  if (fields.contains("report") && fields["report"].is_string())
+    fields["report"] = job::capped(fields["report"].get<std::string>(), 1024);
+  for (auto& [key, value] : fields.items()) line[key] = value;
 }
 
 }  // namespace
@@ -333,10 +396,22 @@ int remote_post_opt(spank_t sp, int, char**) {
 
 int remote_user_init(spank_t sp, int, char**) {
   try {
-    return user_init(sp);
+    user_init(sp);
   } catch (const std::exception& e) {
-    return handle_failure("user_init", e);
+    handle_failure("user_init", e);
   }
+  // Policy on every path: whatever failed (nothing fits, a bad or missing scenario file, the probe, a timeout),
+  // the site's forced, default and forbidden variables hold for a step they apply to.
+  auto& s = state();
+  if (!s.env_injected && s.env_rules_apply) {
+    try {
+      SpankEnvironment env(sp);
+      inject_policy_env(env);
+    } catch (const std::exception& e) {
+      log().error("user_init: could not apply the site policy's variables: {}", e.what());
+    }
+  }
+  return 0;
 }
 
 int remote_task_init(spank_t, int, char**) {
@@ -368,10 +443,20 @@ int remote_exit(spank_t sp, int, char**) {
   if (!s.decision) return 0;
   if (s.job.state.empty()) s.job.state = "unknown";
   if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return 0;  // one line per job: node 0 writes it
-  auto line = job::tuning_record(s.job, *s.spec, *s.decision, s.env_outcome, std::time(nullptr));
-  add_report(line);
-  write_tuning_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
+  try {
+    if (!claim_tuning_line(s.job.job_id)) {
+      log().debug("job {} step {}: the job's tuning-log line was written by an earlier step", s.job.job_id,
+                  s.job.step_id);
+      return 0;
+    }
+    auto line = job::tuning_record(s.job, *s.spec, s.decision->record, s.env_outcome, std::time(nullptr));
+    if (!s.node_list_problem.empty()) line["node_list_withheld"] = s.node_list_problem;
+    add_report(line);
+    write_tuning_line(line);
+    log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
+  } catch (const std::exception& e) {
+    log().error("exit: tuning log: {}", e.what());
+  }
   return 0;
 }
 

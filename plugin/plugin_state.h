@@ -9,6 +9,7 @@
 #include <spdlog/logger.h>
 
 #include "job/decision.h"
+#include "job/decision_child.h"
 #include "job/job_env.h"
 #include "job/option_spec.h"
 #include "job/plugin_config.h"
@@ -34,7 +35,12 @@ struct PluginState {
   std::string report_path;                   // $PARATUNE_REPORT as the job has it (the user may have set it)
   std::optional<probe::Topology> topology;
   job::JobIdentity job;
-  std::optional<job::Decision> decision;
+  job::JobUser user;                         // uid, gid, groups from Slurm (known = false when Slurm gave none)
+  std::vector<std::string> node_names;       // the step's nodes, from Slurm (slurm_nodes.h); empty when withheld
+  std::string node_list_problem;             // why the node list was withheld
+  bool env_rules_apply = false;              // the policy's forced/default/forbidden variables apply to this step
+  bool env_injected = false;                 // the job's environment has had its variables (decision or policy)
+  std::optional<job::DecidedJob> decision;   // what the deciding child answered
   job::EnvOutcome env_outcome;
   job::UniqueFd job_log_fd;                  // <log_dir>/jobs/<jobid>.log, opened as root
   std::shared_ptr<spdlog::logger> log;

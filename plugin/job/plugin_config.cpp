@@ -4,12 +4,25 @@ namespace paratune::job {
 
 namespace {
 
-constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms";
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms, decide_timeout_ms";
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
   if (v == "0" || v == "no" || v == "false" || v == "n") return false;
   throw ConfigError("plugstack argument '" + key + "=" + v + "': expected yes|no|true|false|1|0");
+}
+
+int timeout_ms(const std::string& arg, const std::string& key, const std::string& value) {
+  int v = 0;
+  try {
+    size_t used = 0;
+    v = std::stoi(value, &used);
+    if (used != value.size()) v = -1;
+  } catch (const std::exception&) {
+    v = -1;
+  }
+  if (v < 100 || v > 600000) throw ConfigError("plugstack argument '" + arg + "': " + key + " must be 100 ... 600000");
+  return v;
 }
 
 std::string absolute_path(const std::string& key, const std::string& v) {
@@ -47,17 +60,9 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
     } else if (key == "default_model") {
       c.default_model = value;
     } else if (key == "probe_timeout_ms") {
-      int v = 0;
-      try {
-        size_t used = 0;
-        v = std::stoi(value, &used);
-        if (used != value.size()) v = -1;
-      } catch (const std::exception&) {
-        v = -1;
-      }
-      if (v < 100 || v > 600000)
-        throw ConfigError("plugstack argument '" + arg + "': probe_timeout_ms must be 100 ... 600000");
-      c.probe_timeout_ms = v;
+      c.probe_timeout_ms = timeout_ms(arg, key, value);
+    } else if (key == "decide_timeout_ms") {
+      c.decide_timeout_ms = timeout_ms(arg, key, value);
     } else if (key == "on_by_default") {
       c.enabled_by_default = parse_bool(key, value);
     } else {

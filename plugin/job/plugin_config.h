@@ -25,6 +25,7 @@ struct PluginConfig {
   std::string default_model = "llama3-8b";       // default_model=PRESET: what bare --paratune means
   bool enabled_by_default = false;               // on_by_default=yes: decide even without --paratune
   int probe_timeout_ms = 10000;                  // probe_timeout_ms=N: bound on probing in a job step
+  int decide_timeout_ms = 10000;                 // decide_timeout_ms=N: bound on reading @FILE + deciding
 };
 
 // Parse plugstack.conf arguments ("key=value" each). Throws ConfigError naming the argument and the valid keys.

@@ -1,13 +1,18 @@
 // Reading the job's throughput report ($PARATUNE_REPORT) at job end. The file is untrusted and sits in a
-// user-writable place, while the reader (slurm_spank_exit) runs as root: so it is read in a child process that
-// has dropped to the job's uid/gid, without following symlinks, only if it is a regular file, bounded in size
-// and in time. Whatever goes wrong becomes a reason string; the tuning-log line is written regardless.
+// user-writable place, while the reader (slurm_spank_exit) runs as root: so it is read AND parsed in a child
+// process that has become the job's user for good (uid, gid and supplementary groups: a report in a group-only
+// directory stays readable), without following symlinks, only if it is a regular file, bounded in size and in
+// time. Whatever goes wrong becomes a reason string; the tuning-log line is written regardless.
 #pragma once
 
 #include <sys/types.h>
 
 #include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "user_identity.h"
 
 namespace paratune::job {
 
@@ -20,6 +25,13 @@ struct ReportFile {
 
 inline constexpr size_t kMaxReportBytes = 4u << 20;
 
+ReportFile read_report_as_user(const std::string& path, const JobUser& user, int timeout_ms);
 ReportFile read_report_as_user(const std::string& path, uid_t uid, gid_t gid, int timeout_ms);
+
+// The tuning-log fields the report gives ("report", and when valid "achieved", "ratio", "suspect" — the latter's
+// "nodes" left empty for the caller, who knows them from Slurm), read, parsed and summarised in the child
+// against the predicted step time and the suspect threshold. Never throws: a failure is "report": "invalid: ...".
+nlohmann::json report_fields_as_user(const std::string& path, const JobUser& user, double predicted_step_s,
+                                     double suspect_threshold, int timeout_ms);
 
 }  // namespace paratune::job

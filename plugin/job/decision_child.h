@@ -1,0 +1,51 @@
+// The decision of a job step, made where the user's input cannot hurt slurmstepd: in a forked child that has
+// become the job's user for good (user_identity.h), with a deadline and a bounded reply (child_call.h). The child
+// reads the @FILE scenario, parses it, decides, writes the plan files as the user and answers with what the
+// parent needs: the variables to inject, the log summary and the decision's part of the tuning-log line. A deep
+// or huge scenario, a search that runs too long or a crash costs the child, never the daemon.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "decision.h"
+#include "user_identity.h"
+
+namespace paratune::job {
+
+struct DecideRequest {
+  DecisionInput input;                     // input.scenario_text is ignored: the child reads scenario_path
+  std::string scenario_path;               // the resolved @FILE path; "" when the option names none
+  std::vector<policies::PolicyChange> mode_changes;  // what the policy changed while deciding the mode
+  JobUser user;
+  std::string job_id;
+  std::vector<std::string> dir_bases;      // where the plan directory may go, in order of preference
+  int timeout_ms = 10000;
+};
+
+struct DecidedJob {
+  std::string dir;                         // the plan directory the child wrote
+  EnvInjection injection;                  // what to do to the job's environment (policy applied)
+  nlohmann::json record;                   // decision_record() of the decision
+  std::string summary;                     // one line for the logs
+  std::vector<std::string> changes;        // policy changes, described
+  std::vector<std::string> notes;
+};
+
+inline constexpr size_t kMaxScenarioBytes = 1u << 20;
+inline constexpr size_t kMaxDecisionReply = 4u << 20;
+
+// The child's work, in this process (tests; the CLI would use advise directly). Throws on any problem.
+DecidedJob decide_and_write(const DecideRequest& request);
+
+// decide_and_write in a forked child as the job's user, bounded by request.timeout_ms. Throws on any problem
+// (the child's own message, a timeout, a crash), never blocking beyond the deadline and its grace.
+DecidedJob decide_in_child(const DecideRequest& request);
+
+// The reply's JSON form, both ways (exposed for tests and fuzzing).
+nlohmann::json to_json(const DecidedJob& d);
+DecidedJob decided_job_from_json(const nlohmann::json& j);
+
+}  // namespace paratune::job

@@ -1,0 +1,62 @@
+#include "slurm_nodes.h"
+
+#include <cstdlib>
+#include <memory>
+
+#include <slurm/slurm.h>
+
+namespace paratune::plugin {
+
+namespace {
+
+struct HostlistDeleter {
+  void operator()(hostlist_t hl) const { slurm_hostlist_destroy(hl); }
+};
+using Hostlist = std::unique_ptr<struct hostlist, HostlistDeleter>;
+
+struct FreeDeleter {
+  void operator()(char* p) const { std::free(p); }
+};
+
+StepNodes withheld(std::string why) {
+  StepNodes out;
+  out.problem = std::move(why);
+  return out;
+}
+
+}  // namespace
+
+const char* node_list_variable(bool batch_step) { return batch_step ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST"; }
+
+StepNodes expand_node_list(const std::string& compact, int max_hosts) {
+  if (compact.empty()) return withheld("no node list");
+  if (compact.size() > kMaxNodeListBytes)
+    return withheld("node list of " + std::to_string(compact.size()) + " bytes (limit " +
+                    std::to_string(kMaxNodeListBytes) + ")");
+  Hostlist hl(slurm_hostlist_create(compact.c_str()));
+  if (!hl) return withheld("Slurm could not parse the node list");
+  // Counting does not expand: a range such as prefix[0-99999] is one entry until shifted out.
+  const int count = slurm_hostlist_count(hl.get());
+  if (count < 1 || count > max_hosts)
+    return withheld("node list names " + std::to_string(count) + " hosts for a step of " + std::to_string(max_hosts) +
+                    " nodes");
+  StepNodes out;
+  size_t bytes = 0;
+  while (true) {
+    std::unique_ptr<char, FreeDeleter> host(slurm_hostlist_shift(hl.get()));
+    if (!host) break;
+    out.names.emplace_back(host.get());
+    bytes += out.names.back().size() + 1;
+    if (bytes > kMaxNodeListBytes) return withheld("expanded node list over " + std::to_string(kMaxNodeListBytes) + " bytes");
+  }
+  out.compact = compact;
+  return out;
+}
+
+StepNodes step_nodes(const job::JobEnvironment& env, bool batch_step, int node_count) {
+  const auto value = env.get(node_list_variable(batch_step));
+  if (!value) return withheld(std::string(node_list_variable(batch_step)) + " is not set");
+  return expand_node_list(*value, node_count);
+}
+
+}  // namespace paratune::plugin
