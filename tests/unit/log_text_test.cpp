@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "job/log_text.h"
+#include "job/tuning_record.h"
+
+using namespace paratune::job;
+
+TEST(LogText, ShortValuesAreUnchanged) {
+  EXPECT_EQ(capped("mlx5_0:1"), "mlx5_0:1");
+  EXPECT_EQ(capped(std::string(256, 'a')), std::string(256, 'a'));  // exactly at the cap
+}
+
+TEST(LogText, LongValuesAreCutWithTheirSizeAndHash) {
+  const std::string big(100000, 'x');
+  const std::string c = capped(big);
+  EXPECT_LT(c.size(), 256u + 64u);
+  EXPECT_EQ(c.substr(0, 256), std::string(256, 'x'));
+  EXPECT_NE(c.find("100000 bytes"), std::string::npos) << c;
+  // Two long values that differ only past the cap stay tellable apart.
+  std::string other = big;
+  other.back() = 'y';
+  EXPECT_NE(capped(other), c);
+}
+
+TEST(LogText, CutsOnAUtf8Boundary) {
+  std::string value(255, 'a');
+  value += "\xc3\xa9";  // é straddles the 256-byte cap
+  value += std::string(100, 'b');
+  const std::string c = capped(value);
+  EXPECT_EQ(c.substr(0, 256), std::string(255, 'a') + ".");  // é dropped whole, not split
+}
+
+TEST(LogText, ControlCharactersAreEscaped) {
+  EXPECT_EQ(escape_controls("a\nb\rc\td\x7f"), "a\\x0ab\\x0dc\\x09d\\x7f");
+  EXPECT_EQ(escape_controls("plain text, ünïcode"), "plain text, ünïcode");
+  const std::string forged = loggable("value\npartuna: job 1 step batch: forged");
+  EXPECT_EQ(forged.find('\n'), std::string::npos);
+}
+
+TEST(LogText, MessagesAreCapped) {
+  const std::string huge(1 << 20, 'z');
+  const std::string l = loggable(huge);
+  EXPECT_LT(l.size(), kMaxLogMessage + 64);
+  EXPECT_NE(l.find("1048576 bytes cut"), std::string::npos);
+  EXPECT_EQ(loggable("short"), "short");  // positive control: nothing added to a short message
+}
+
+TEST(TuningLine, SixteenHugeVariablesStayUnderTheCap) {
+  // The finding: 16 kept variables of 100 kB made a 1.6 MB line.
+  JobIdentity who;
+  who.job_id = "42";
+  who.step_id = "batch";
+  EnvOutcome env;
+  for (int i = 0; i < 16; ++i) env.kept.push_back({"NCCL_VAR_" + std::to_string(i), std::string(100000, 'v'), ""});
+  OptionSpec spec;
+  spec.raw = std::string(200000, 'o');
+  nlohmann::json decision = {{"predicted", {{"step_time_s", 1.5}}}, {"plan", {{"tp", 2}}}};
+  const auto record = tuning_record(who, spec, decision, env, 1700000000);
+  const std::string line = tuning_line_text(record);
+  EXPECT_LE(line.size(), kMaxTuningLine);
+  const auto parsed = nlohmann::json::parse(line);
+  EXPECT_EQ(parsed["job_id"], "42");
+  EXPECT_EQ(parsed["predicted"]["step_time_s"], 1.5);
+  EXPECT_EQ(parsed["env_kept"].size(), 16u);  // capped values: all 16 names still there
+  EXPECT_LT(parsed["option"].get<std::string>().size(), 400u);
+}
+
+TEST(TuningLine, OversizeRecordIsTrimmedAndSaysSo) {
+  nlohmann::json record = {{"version", 1}, {"job_id", "7"}, {"predicted", {{"step_time_s", 2.0}}},
+                           {"scenario", {{"model", std::string(200000, 'm')}}}};
+  const std::string line = tuning_line_text(record);
+  EXPECT_LE(line.size(), kMaxTuningLine);
+  const auto parsed = nlohmann::json::parse(line);
+  EXPECT_EQ(parsed["truncated"], true);
+  EXPECT_EQ(parsed["job_id"], "7");
+  EXPECT_TRUE(parsed["scenario"].contains("omitted_bytes"));
+  // Positive control: a small record goes through whole, without "truncated".
+  nlohmann::json small = {{"version", 1}, {"job_id", "8"}, {"scenario", {{"model", "llama"}}}};
+  EXPECT_EQ(nlohmann::json::parse(tuning_line_text(small)), small);
+}
