@@ -37,14 +37,23 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/fuzz/lsan.supp:print
 # hwloc: its XML import warnings would flood the logs (the probe blacklists its plugins itself).
 export HWLOC_HIDE_ERRORS=2
 
+# The targets whose input is TOML or JSON get inputs up to 1 MiB instead of libFuzzer's default (4 kB, or the
+# longest seed): nesting only goes wrong deep, and 4 kB never got there (issue 14: one 100 kB TOML header of
+# 50,000 segments overflowed TOML++'s stack in slurmstepd). 1 MiB is what the readers accept at most (the policy's
+# kMaxPolicyBytes, a tuning-log line). plugin_config, option_spec and the rest parse neither.
+declare -A big_inputs=([scenario_toml]=1 [decision]=1 [policy]=1 [calibration]=1 [topology_json]=1
+                       [topology_file]=1 [report]=1 [tuning_log]=1)
+
 run_one() {
   local t=$1 corpus=$build/fuzz-corpus/$1 art=$build/fuzz-artifacts/$1 log=$build/fuzz-logs/$1.log
   mkdir -p "$corpus" "$art"
+  local opts=()
+  [ -n "${big_inputs[$t]:-}" ] && opts+=(-max_len=1048576)
   local seeds=()
   [ -d "$fuzzdir/corpus/$t" ] && seeds+=("$fuzzdir/corpus/$t")
   [ -d "tests/fuzz/regressions/$t" ] && seeds+=("tests/fuzz/regressions/$t")
   "$fuzzdir/fuzz_$t" -max_total_time="$secs" -timeout="$timeout_s" -rss_limit_mb="$rss_mb" -print_final_stats=1 \
-    -artifact_prefix="$art/" "$corpus" "${seeds[@]}" > "$log" 2>&1
+    "${opts[@]}" -artifact_prefix="$art/" "$corpus" "${seeds[@]}" > "$log" 2>&1
 }
 
 declare -A pids=()

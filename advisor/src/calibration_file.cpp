@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/toml_guard.h"
 
 namespace paratune::advisor {
 
@@ -64,6 +65,10 @@ std::string num(double v) {
 
 Calibration parse_calibration(std::string_view toml_text, const std::string& origin) {
   toml::table root;
+  // Before TOML++, which recurses once per header/key segment and overflows the stack on deep ones.
+  if (const auto deep = find_toml_too_deep(toml_text))
+    throw std::invalid_argument(origin + ":" + std::to_string(deep->line) + ":" + std::to_string(deep->column) +
+                                ": " + toml_too_deep_problem());
   try {
     root = toml::parse(toml_text, origin);
   } catch (const toml::parse_error& e) {

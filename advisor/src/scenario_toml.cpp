@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/toml_guard.h"
 
 namespace paratune::advisor {
 
@@ -193,6 +194,10 @@ static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
 Scenario parse_scenario_toml(std::string_view text, const std::string& origin, ClusterSource cluster) {
   Ctx c{origin};
   toml::table root;
+  // Before TOML++, which recurses once per header/key segment and overflows the stack on deep ones.
+  if (const auto deep = find_toml_too_deep(text))
+    throw std::invalid_argument(origin + ":" + std::to_string(deep->line) + ":" + std::to_string(deep->column) +
+                                ": syntax: " + toml_too_deep_problem());
   try {
     root = toml::parse(text, origin);
   } catch (const toml::parse_error& e) {

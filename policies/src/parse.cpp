@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/toml_guard.h"
 #include "paratune/policies/policy.h"
 
 namespace paratune::policies {
@@ -160,6 +161,12 @@ class Parser {
     f.origin = origin_;
     f.defaults.section = "defaults";
     toml::table root;
+    // Before TOML++, which recurses once per header/key segment and overflows the stack on deep ones.
+    if (const auto deep = advisor::find_toml_too_deep(text)) {
+      error(SourcePos{deep->line, deep->column}, "syntax", advisor::toml_too_deep_problem(),
+            "TOML (https://toml.io/en/v1.0.0) at most " + std::to_string(advisor::kMaxTomlDepth) + " levels deep");
+      throw_if_any();
+    }
     try {
       root = toml::parse(text, origin_);
     } catch (const toml::parse_error& e) {

@@ -1,5 +1,6 @@
 // Topology <-> JSON. The key names are the public contract (`paratune probe --json`, the tuning log).
 #include <cstdio>
+#include <string>
 #include <nlohmann/json.hpp>
 
 #include "paratune/probe/probe.h"
@@ -177,10 +178,22 @@ std::string to_json(const Topology& t, int indent) {
   return j.dump(indent < 0 ? -1 : indent, ' ', false, json::error_handler_t::replace);
 }
 
+// nlohmann's parser is iterative and so is its destructor, but copying or dumping a value recurses once per level:
+// `{"topology": {"x": [[[...]]]}}` 1 MiB deep overflowed the stack at `j = j.at("topology")` below (fuzz_topology_json
+// and fuzz_topology_file with inputs up to 1 MiB). A topology is a few levels deep; 64 is the TOML files' cap too.
+constexpr int kMaxJsonDepth = 64;
+
 Topology from_json(const std::string& text, const std::string& origin) {
+  // The callback sees each array or object as it opens, with the number of containers around it.
+  const json::parser_callback_t shallow = [&origin](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw ProbeError(origin + ": not valid JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return true;
+  };
   json j;
   try {
-    j = json::parse(text);
+    j = json::parse(text, shallow);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number beyond double (fuzz_topology_json)
     throw ProbeError(origin + ": not valid JSON: " + e.what());
   }

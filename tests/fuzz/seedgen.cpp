@@ -7,6 +7,8 @@
 //   docs/model.md ```toml blocks                             scenario_toml, decision (as @FILE)
 //   tests/fuzz/seeds/<what>.txt                              hand-written cases (entries separated by "----" lines)
 //   a few real decisions (builtin topologies)                tuning_log lines, calibration TOML
+//   deeply nested TOML and JSON (issue 14)                    scenario_toml, decision, policy, calibration,
+//                                                            topology_json, topology_file, tuning_log, report
 // Targets that read a selector byte first (see each fuzz_<what>.cpp) get seeds with a few selector values.
 #include <algorithm>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <iterator>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "job/decision.h"
@@ -99,6 +102,28 @@ std::vector<std::string> toml_blocks(const fs::path& md) {
   return out;
 }
 
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// Issue 14: TOML++ recursed once per table-header and dotted-key segment, and 50,000 of them (100 kB) overflowed
+// the stack (SIGSEGV in slurmstepd, `paratune predict`); deep inline tables and arrays stop at TOML++'s own
+// limit (256) but belong to the same depth rule (advisor/toml_guard.h). Generated here, not committed under
+// regressions/ (100 kB each), for every target that reads TOML; ci-fuzz.sh runs those with -max_len=1048576 so
+// that libFuzzer keeps them whole.
+std::vector<std::pair<std::string, std::string>> deep_toml() {
+  constexpr int n = 50000;
+  const std::string path = "a" + repeat(".a", n - 1);
+  return {{"deep-table-header", "[" + path + "]\n"},
+          {"deep-array-of-tables-header", "[[" + path + "]]\n"},
+          {"deep-dotted-key", path + " = 1\n"},
+          {"deep-dotted-key-in-inline-table", "a = {" + path + " = 1}\n"},
+          {"deep-inline-table", repeat("a = {", 1000) + "b = 1" + repeat("}", 1000) + "\n"},
+          {"deep-array", "a = " + repeat("[", n) + "1" + repeat("]", n) + "\n"}};
+}
+
 std::string chomp(std::string s) {
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
@@ -161,6 +186,23 @@ int main(int argc, char** argv) {
     i = 0;
     for (const auto& b : toml_blocks(g_src / "docs/policy.md")) put("policy", "docs-" + std::to_string(i++), b);
     for (const auto& e : entries("policy")) put("policy", "hand-" + std::to_string(g_count), e);
+
+    // --- nesting deeper than TOML++'s stack (issue 14)
+    for (const auto& [name, text] : deep_toml()) {
+      put_sel("scenario_toml", name, text, {Z, "\x01"});
+      put("decision", name, Z + "@s.toml\n" + text);
+      put("policy", name, text);
+      put("calibration", name, text);
+    }
+    // JSON: nlohmann parses any depth without recursion, but copying or dumping a value recurses (probe::from_json
+    // copied a sub-object: SIGSEGV). Report lines are at most 4 kB.
+    const std::string deep_json = std::string(400000, '[') + std::string(400000, ']');
+    const std::string deep_topology = R"({"topology": {"x": )" + deep_json + "}}";
+    put("topology_json", "deep-under-topology", deep_topology);
+    put_sel("topology_file", "deep-under-topology", deep_topology, {Z});
+    put_sel("tuning_log", "deep-plan", R"({"job_id":"1","plan":)" + deep_json + "}\n", {Z});
+    put_sel("report", "deep", R"({"step_time_s":1.5,"x":)" + repeat("[", 2000) + repeat("]", 2000) + "}\n",
+            {"\x02"});
 
     // --- sysfs strings (two selector bytes: ibverbs width/speed codes)
     for (const auto& e : entries("sysfs")) put_sel("sysfs", "seed-" + std::to_string(g_count), chomp(e),

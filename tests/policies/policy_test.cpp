@@ -320,6 +320,17 @@ const BadCase kBadCases[] = {
 INSTANTIATE_TEST_SUITE_P(Table, BadFile, ::testing::ValuesIn(kBadCases),
                          [](const ::testing::TestParamInfo<BadCase>& i) { return std::string(i.param.name); });
 
+// TOML++ recurses once per header segment: 50,000 of them overflowed the stack (SIGSEGV in slurmstepd). The depth
+// is checked before TOML++ sees the file: segment 65 (column 130 of line 2) is the first too deep; the message
+// names it and does not echo the 100 kB header.
+TEST(Parse, DeepTableHeaderIsASyntaxErrorNotACrash) {
+  std::string header = "[a";
+  for (int i = 1; i < 50000; ++i) header += ".a";
+  EXPECT_EQ(parse_error("[defaults]\n" + header + "]\n"),
+            "p.toml:2:130: syntax: nested deeper than 64 levels (table header segments, dotted key segments, inline "
+            "tables and arrays count together); valid: TOML (https://toml.io/en/v1.0.0) at most 64 levels deep");
+}
+
 TEST(Parse, AllErrorsInFileOrder) {
   const std::string msg = parse_error(
       "[partition.opa]\nlimits = { max_tp = 0 }\n[defaults]\nmode = \"x\"\ncolour = 1\n[defaults.limits]\n"

@@ -87,5 +87,14 @@ check "world-writable log_dir: every callback returns 0" all_zero "$out"
 check "world-writable log_dir: refused, and the log says so" grep -q "group/world-writable" "$T/err"
 check "world-writable log_dir: nothing written into it" test -z "$(ls -A "$T/wlog")"
 
+# Issue 14: --paratune=@FILE with one 100 kB TOML table header of 50,000 segments overflowed TOML++'s stack:
+# slurmstepd died of SIGSEGV. Now the depth check refuses it first: the job runs untouched and the log says where.
+{ printf '[a'; printf '.a%.0s' $(seq 49999); printf ']\n'; } > "$T/submit/deep.toml"
+out=$("$host" "$so" remote --job-id 105 --option @deep.toml "${batch_env[@]}" -- "${args[@]}" 2>"$T/err")
+check "100 kB deep TOML header: every callback returns 0" all_zero "$out"
+check "100 kB deep TOML header: the log names file, line, column" \
+      grep -q "deep.toml:1:130: syntax: nested deeper than 64 levels" "$T/err"
+check "100 kB deep TOML header: the log does not echo it" test "$(wc -c < "$T/err")" -lt 2000
+
 [ "$fails" -eq 0 ] || { echo "--- last stderr ---"; tail -n 20 "$T/err"; echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

@@ -180,3 +180,20 @@ TEST_F(Cli, CalibrateWritesAFileTheAdvisorReads) {
   std::ofstream(log.string()) << "{\"job_id\": \"1\"}\n";
   EXPECT_EQ(sh(cli() + " calibrate --log " + log.string() + " -o " + out.string(), dir_).status, 3);
 }
+
+// Issue 14: a scenario of one 100 kB table header `[a.a.a....]` (50,000 levels) overflowed TOML++'s stack and
+// `paratune predict` died of SIGSEGV (139). Now the depth is checked first: a bad-input exit naming the place.
+TEST_F(Cli, PredictRejectsADeeplyNestedScenarioInsteadOfCrashing) {
+  const fs::path deep = dir_ / "deep.toml";
+  {
+    std::ofstream f(deep);
+    f << "[a";
+    for (int i = 1; i < 50000; ++i) f << ".a";
+    f << "]\n";
+  }
+  const Result r = sh(cli() + " predict --scenario " + deep.string(), dir_);
+  EXPECT_EQ(r.status, 2) << r.err.substr(0, 500);  // kBadInput; 139 was the crash
+  EXPECT_NE(r.err.find("deep.toml:1:130: syntax: nested deeper than 64 levels"), std::string::npos)
+      << r.err.substr(0, 500);
+  EXPECT_LT(r.err.size(), 1000u);  // the message does not echo the file
+}

@@ -19,6 +19,7 @@
 #include "job/safe_file.h"
 #include "paratune/probe/detail.h"
 #include "paratune/probe/probe.h"
+#include "paratune/tuning/report.h"
 #include "paratune/tuning/scenario_json.h"
 #include "paratune/tuning/tuning_log.h"
 
@@ -150,6 +151,63 @@ TEST(FuzzRegression, ScenarioFileNameNotUtf8StillGivesPlanFiles) {
   for (auto& g : in.topology.gpus) g.in_allocation = g.index < 8;
   const job::Decision d = job::decide(in);
   EXPECT_NO_THROW(job::decision_files(d));
+}
+
+// Issue 14: `--paratune=@deep.toml` with one 100 kB table header [a.a.a...] (50,000 segments): TOML++ recursed
+// once per segment and slurmstepd died of SIGSEGV. The depth is checked before TOML++ sees the text (the same
+// inputs, and deep dotted keys, inline tables and arrays, are replayed from the generated seeds: seedgen.cpp).
+TEST(FuzzRegression, ScenarioFileNestedDeepIsAnErrorNotACrash) {
+  job::DecisionInput in;
+  probe::ProbeOptions o;
+  o.topology_file = "builtin:nvidia-dgx2";
+  in.topology = probe::probe(o);
+  in.spec = job::parse_option_spec("@deep.toml");
+  in.scenario_text = "[a";
+  for (int i = 1; i < 50000; ++i) in.scenario_text += ".a";
+  in.scenario_text += "]\n";
+  in.alloc.gpus_on_node = 8;
+  for (auto& g : in.topology.gpus) g.in_allocation = g.index < 8;
+  try {
+    (void)job::decide(in);
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("deep.toml:1:130: syntax: nested deeper than 64 levels", 0), 0u) << m.substr(0, 300);
+    EXPECT_LT(m.size(), 300u);
+  }
+}
+
+// fuzz_topology_json / fuzz_topology_file given inputs up to 1 MiB (issue 14): {"topology": {"x": [[[...]]]}}
+// 400,000 levels deep parsed (nlohmann's parser is iterative), then copying j.at("topology") recursed once per
+// level: SIGSEGV. Nesting past 64 levels is now a ProbeError while parsing.
+TEST(FuzzRegression, TopologyJsonNestedDeepIsAProbeErrorNotACrash) {
+  const std::string deep = std::string(400000, '[') + std::string(400000, ']');
+  try {
+    (void)probe::from_json(R"({"topology": {"x": )" + deep + "}}", "t.json");
+    FAIL() << "no error";
+  } catch (const probe::ProbeError& e) {
+    EXPECT_STREQ(e.what(), "t.json: not valid JSON: nested deeper than 64 levels");
+  }
+  // 64 containers are not refused for their depth (the keys are what is wrong with this one)
+  const std::string at_cap = R"({"gpus": )" + std::string(63, '[') + std::string(63, ']') + "}";
+  try {
+    (void)probe::from_json(at_cap, "t.json");
+  } catch (const probe::ProbeError& e) {
+    EXPECT_EQ(std::string(e.what()).find("nested deeper"), std::string::npos) << e.what();
+  }
+}
+
+// The same nesting in the user's and the site's JSON lines reads fine (nothing copies or dumps what it parsed):
+// kept so that it stays that way.
+TEST(FuzzRegression, TuningLogAndReportLinesNestedDeepAreNotACrash) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');  // twice in a line under 1 MiB
+  const auto log = tuning::read_tuning_log(R"({"job_id":"1","plan":)" + deep + R"(,"scenario":)" + deep + "}\n");
+  ASSERT_EQ(log.entries.size(), 1u);
+  EXPECT_FALSE(log.entries[0].layout.has_value());
+  tuning::ReportLimits lim;
+  lim.max_line_bytes = 1 << 21;
+  const auto r = tuning::parse_report(R"({"step_time_s": 1.5, "x": )" + deep + "}\n", lim);
+  EXPECT_EQ(r.samples.size(), 1u);
 }
 
 // Found by the fault matrix (tests/integration/test_fault_log_dir.sh, tuning log on a full tmpfs), not by a fuzzer:
