@@ -353,13 +353,20 @@ void write_tuning_line(const nlohmann::json& line) {
 
 // One tuning-log line per job: the first deciding step of the job claims it (jobs/<id>.line, created O_EXCL in
 // the root-owned jobs directory); later deciding steps (several sruns in one salloc) write none.
+// A marker that cannot be made (read-only log_dir, while the policy puts the tuning log elsewhere) must not cost
+// the line: the step writes it, and the Slurm log says why the job may then have more than one.
 bool claim_tuning_line(const std::string& job_id) {
-  auto jobs = jobs_directory(state().config.log_dir);
-  job::UniqueFd marker(::openat(jobs.get(), (job_id + ".line").c_str(),
-                                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (marker) return true;
-  if (errno != EEXIST) throw std::system_error(errno, std::generic_category(), "jobs/" + job_id + ".line");
-  return false;
+  try {
+    auto jobs = jobs_directory(state().config.log_dir);
+    job::UniqueFd marker(::openat(jobs.get(), (job_id + ".line").c_str(),
+                                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (marker) return true;
+    if (errno == EEXIST) return false;
+    throw std::system_error(errno, std::generic_category(), "jobs/" + job_id + ".line");
+  } catch (const std::exception& e) {
+    log().warn("tuning log: cannot mark job {} as logged ({}); writing its line anyway", job_id, e.what());
+    return true;
+  }
 }
 
 // What the job achieved, from its report: read and parsed as the job's user in a bounded child. A bad report

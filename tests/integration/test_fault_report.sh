@@ -9,6 +9,8 @@ cat > "$WORK/job.sh" <<'JOB'
 #!/bin/bash
 case "$1" in
   symlink) ln -s /etc/shadow "$PARATUNE_REPORT" ;;
+  symlink-readable) ln -s "$PWD/valid-report.jsonl" "$PARATUNE_REPORT" ;;
+  regular) cp valid-report.jsonl "$PARATUNE_REPORT" ;;
   fifo) mkfifo "$PARATUNE_REPORT" ;;
   sparse) truncate -s 10G "$PARATUNE_REPORT" ;;
   garbage) python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 4096)' > "$PARATUNE_REPORT" ;;
@@ -17,8 +19,12 @@ echo ran > "ran-$1.txt"
 JOB
 chmod 0755 "$WORK/job.sh"
 shadow_hash=$(awk -F: '$1=="root"{print $2}' /etc/shadow)
+# A report that nobody (the job's user) can read and that holds valid lines: a symbolic link to it can only fail
+# because the link is refused, not because the target is unreadable (as /etc/shadow would be for nobody anyway).
+for i in $(seq 1 30); do echo "{\"step\": $i, \"step_time_s\": 2.0}"; done > "$WORK/valid-report.jsonl"
+chmod 0644 "$WORK/valid-report.jsonl"
 
-for c in symlink fifo sparse garbage; do
+for c in symlink symlink-readable fifo sparse garbage regular; do
   start=$(date +%s)
   set +e
   job=$(cd "$WORK" && su nobody -s /bin/bash -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI \
@@ -30,6 +36,14 @@ for c in symlink fifo sparse garbage; do
   check "$c: the job ended within 60 s (took ${took}s: slurmstepd did not hang)" test "$took" -lt 60
   check "$c: the job ran" test -s "$WORK/ran-$c.txt"
   check "$c: one tuning-log line for the job" test "$(log_lines_for "$job")" = 1
+  if [ "$c" = regular ]; then  # positive control: the same lines in a regular file are read and summarised
+    check "$c: the report is read: achieved median 2.0 s" python3 -c "
+import json
+r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l][0]
+assert r['report'].startswith('ok'), r['report']
+assert abs(r['achieved']['median_step_time_s'] - 2.0) < 1e-9, r['achieved']"
+    continue
+  fi
   check "$c: its report is invalid or missing, with no achieved figures" python3 -c "
 import json
 r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l][0]
