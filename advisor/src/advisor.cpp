@@ -173,13 +173,17 @@ bool better(const Ranked& a, const Ranked& b) {
   return simplicity_key(a.l) < simplicity_key(b.l);
 }
 
+// Divisors in increasing order, in O(sqrt n): a global batch of 2^30 must not mean a billion iterations.
 std::vector<int> divisors(int n) {
-  std::vector<int> d;
-  for (int i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
+  std::vector<int> low, high;
+  for (int i = 1; i <= n / i; ++i) {
+    if (n % i) continue;
+    low.push_back(i);
+    if (i != n / i) high.push_back(n / i);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
-
 template <class T>
 bool allowed(const std::vector<T>& v, T x) {
   return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
@@ -187,16 +191,159 @@ bool allowed(const std::vector<T>& v, T x) {
 
 }  // namespace
 
-Plan advise(const Scenario& s, const SearchLimits& limits) {
-  const auto t0 = std::chrono::steady_clock::now();
-  validate(s);
-  const ModelParams& params = limits.params ? *limits.params : shipped_params();
-  const ModelSpec& m = s.model;
-  const ParallelSpec& c = s.parallel;
-  const int N = s.total_gpus();
-  const int B = s.training.global_batch;
-  const int kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
+namespace {
 
+// What the search keeps while it walks the layouts: the `keep` fastest so far, counts, the leanest layout seen
+// (for "nothing fits"), and the time budget.
+struct SearchState {
+  size_t keep = 0;
+  std::vector<Ranked> best;
+  long long evaluated = 0, pruned_memory = 0;
+  double least_mem = 1e30;
+  Layout least_layout;
+  Framework least_fw = Framework::Megatron;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  bool out_of_time = false;
+
+  void offer(const Ranked& rk) {
+    if (best.size() < keep || better(rk, best.back())) {
+      best.insert(std::upper_bound(best.begin(), best.end(), rk, better), rk);
+      if (best.size() > keep) best.pop_back();
+    }
+  }
+  // Checked every 1024 candidates: the clock costs more than a candidate does.
+  bool time_is_up() {
+    if (!out_of_time && (evaluated & 1023) == 0 && std::chrono::steady_clock::now() > deadline) out_of_time = true;
+    return out_of_time;
+  }
+};
+
+// One (tp, pp, cp) split of the GPUs, as the search enumerates it.
+struct Split {
+  int tp, pp, cp, dp, per_replica;
+  bool even_layers;
+};
+
+// Micro-batch sizes for a data-parallel replica: divisors of its share of the batch within the limits.
+std::vector<int> micro_batches(int per_replica, const ParallelSpec& c, const SearchLimits& limits) {
+  std::vector<int> out;
+  for (int mb : divisors(per_replica)) {
+    if (mb < std::max(1, limits.min_micro_batch)) continue;
+    if (limits.max_micro_batch && mb > limits.max_micro_batch) break;
+    if (c.micro_batch && *c.micro_batch != mb) continue;
+    out.push_back(mb);
+  }
+  return out;
+}
+
+// Virtual pipeline stages: divisors of the layers per stage (interleaving needs pp >= 2 and a framework that has it).
+std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Split& d) {
+  std::vector<int> vs{1};
+  const bool vpp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
+  if (d.pp < 2 || !vpp_ok) return vs;
+  const int per = d.even_layers ? s.model.layers / d.pp : (s.model.layers + 2) / d.pp;
+  for (int v = 2; v <= per; ++v)
+    if (per % v == 0) vs.push_back(v);
+  return vs;
+}
+
+// Hybrid-sharding group sizes: none, or one node's GPUs for FSDP-style ZeRO >= 2 across nodes.
+std::vector<int> shard_groups(const Scenario& s, Framework f, int z, const Split& d) {
+  std::vector<int> groups{0};
+  const int g = s.cluster.gpus_per_node, replicas = d.dp * d.cp;
+  if ((f == Framework::Fsdp || f == Framework::Torchtitan) && z >= 2 && replicas > g && replicas % g == 0)
+    groups.push_back(g);
+  return groups;
+}
+
+// Every micro-batch of one fully chosen layout but the micro-batch, smallest first, until memory runs out.
+void search_micro_batches(const Evaluator& ev, Framework f, Layout l, const std::vector<int>& mbs, SearchState& st) {
+  for (int mb : mbs) {
+    l.micro_batch = mb;
+    const double mem = ev.memory_gib(l);
+    if (mem < st.least_mem) {
+      st.least_mem = mem;
+      st.least_layout = l;
+      st.least_fw = f;
+    }
+    if (mem > ev.capacity_gib()) {
+      ++st.pruned_memory;
+      return;  // a larger micro-batch needs more memory still
+    }
+    st.offer(Ranked{ev.evaluate(l).step_s, 0, f, l});
+    ++st.evaluated;
+    if (st.time_is_up()) return;
+  }
+}
+
+// The inner loops for one split: virtual stages, ZeRO stage, hybrid-sharding group, recompute, micro-batch.
+void search_split(const Scenario& s, Framework f, const Evaluator& ev, const SearchLimits& limits, const Split& d,
+                  SearchState& st) {
+  const ParallelSpec& c = s.parallel;
+  const std::vector<int> mbs = micro_batches(d.per_replica, c, limits);
+  if (mbs.empty()) return;
+  const bool sp = c.sequence_parallel ? *c.sequence_parallel : d.tp > 1;
+  if (sp && d.tp == 1 && c.sequence_parallel) return;
+  for (int v : virtual_stage_counts(s, f, d)) {
+    if (c.virtual_stages && *c.virtual_stages != v) continue;
+    for (int z = 0; z <= 3; ++z) {
+      if (!supports_zero(f, z, d.pp) || (c.zero_stage && *c.zero_stage != z) || !allowed(limits.zero_stages, z))
+        continue;
+      for (int sg : shard_groups(s, f, z, d)) {
+        for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
+          if (!supports_recompute(f, r) || (c.recompute && *c.recompute != r) || !allowed(limits.recompute_modes, r))
+            continue;
+          Layout l;
+          l.tp = d.tp; l.pp = d.pp; l.cp = d.cp; l.dp = d.dp; l.virtual_stages = v;
+          l.zero_stage = z; l.recompute = r; l.sequence_parallel = sp && d.tp > 1; l.shard_group = sg;
+          search_micro_batches(ev, f, l, mbs, st);
+          if (st.out_of_time) return;
+        }
+      }
+    }
+  }
+}
+
+// Pipeline degrees that split the layers evenly (or, in Megatron/NeMo, with the embedding and head as stages).
+bool pipeline_split_ok(const Scenario& s, Framework f, int pp, bool* even) {
+  *even = s.model.layers % pp == 0;
+  const bool emb_split = !*even && (f == Framework::Megatron || f == Framework::Nemo) && (s.model.layers + 2) % pp == 0;
+  return *even || emb_split;
+}
+
+// The outer loops for one framework: tensor, pipeline and context-parallel degrees; data parallelism is the rest.
+void search_framework(const Scenario& s, Framework f, const ModelParams& params, const SearchLimits& limits,
+                      SearchState& st) {
+  const ParallelSpec& c = s.parallel;
+  const int N = s.total_gpus(), B = s.training.global_batch;
+  const int kv = s.model.kv_heads > 0 ? s.model.kv_heads : s.model.heads;
+  const int domain = std::max(1, s.cluster.nvlink_domain);
+  Evaluator ev(s, f, params);
+  ev.headroom_gib = limits.memory_headroom_gib;
+  const bool model_parallel_ok = f != Framework::Fsdp;
+  const bool cp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
+  for (int tp : divisors(N)) {
+    if ((!model_parallel_ok && tp > 1) || st.out_of_time) break;
+    if ((c.tp && *c.tp != tp) || (limits.max_tp && tp > limits.max_tp) || s.model.heads % tp || kv % tp) continue;
+    if (!limits.allow_tp_beyond_nvlink && tp > 1 && tp > domain) continue;
+    for (int pp : divisors(N / tp)) {
+      if ((!model_parallel_ok && pp > 1) || pp > s.model.layers || st.out_of_time) break;
+      bool even = true;
+      if ((c.pp && *c.pp != pp) || (limits.max_pp && pp > limits.max_pp) || !pipeline_split_ok(s, f, pp, &even))
+        continue;
+      for (int cp : divisors(N / tp / pp)) {
+        if ((!cp_ok && cp > 1) || st.out_of_time) break;
+        if ((c.cp && *c.cp != cp) || (limits.max_cp && cp > limits.max_cp) || (cp > 1 && s.model.seq_len % (2 * cp)))
+          continue;
+        const int dp = N / tp / pp / cp;
+        if ((c.dp && *c.dp != dp) || B % dp) continue;
+        search_split(s, f, ev, limits, Split{tp, pp, cp, dp, B / dp, even}, st);
+      }
+    }
+  }
+}
+
+std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimits& limits) {
   std::vector<Framework> fws;
   if (limits.all_frameworks) {
     for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan,
@@ -208,168 +355,102 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   } else {
     fws.push_back(s.training.framework);
   }
+  return fws;
+}
 
-  const size_t keep = size_t(std::max(limits.top_n, 1)) + 32;
-  std::vector<Ranked> best;  // bounded: the `keep` fastest so far
-  best.reserve(keep + 1);
-  long long evaluated = 0, pruned_memory = 0;
-  double least_mem = 1e30;
-  Layout least_layout;
-  Framework least_fw = s.training.framework;
+// "Nothing fits": what the leanest layout needs, split into what memory and what batch divisibility stand in the way.
+std::string nothing_fits_message(const Scenario& s, const ModelParams& params, const SearchState& st) {
+  std::string msg = "nothing fits in " + fmt("%.1f", effective_gpu(s.cluster).memory_gib) + " GiB per GPU";
+  if (st.least_mem >= 1e29)
+    return msg + "; no valid layout exists for these constraints (check that tp divides heads/kv_heads, pp divides "
+                 "layers, and dp divides global_batch)";
+  Evaluator ev(s, st.least_fw, params);
+  MemoryBreakdown mb;
+  ev.memory_gib(st.least_layout, &mb);
+  // Capped: a model far too large for the cluster must not print "about -2147483648 nodes".
+  const double need_nodes = std::min(1e9, std::ceil(s.cluster.nodes * st.least_mem / ev.capacity_gib()));
+  const Layout& l = st.least_layout;
+  return msg + "; the leanest layout (tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) +
+         " cp=" + std::to_string(l.cp) + " micro_batch=" + std::to_string(l.micro_batch) +
+         " zero_stage=" + std::to_string(l.zero_stage) + " recompute=" + to_string(l.recompute) + ") needs " +
+         fmt("%.1f", st.least_mem) + " GiB (weights+grads+optimizer " +
+         fmt("%.1f", mb.weights + mb.gradients + mb.optimizer) + ", activations " +
+         fmt("%.1f", mb.activations + mb.logits) + "). What would fit: about " + fmt("%.0f", need_nodes) +
+         " nodes instead of " + std::to_string(s.cluster.nodes) +
+         ", a GPU with more memory, full recompute and micro_batch 1 if a constraint excludes them, ZeRO-3/FSDP "
+         "sharding, or a shorter sequence";
+}
 
-  for (Framework f : fws) {
-    Evaluator ev(s, f, params);
-    ev.headroom_gib = limits.memory_headroom_gib;
-    const bool tp_ok = f != Framework::Fsdp;
-    const bool pp_ok = f != Framework::Fsdp;
-    const bool cp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
-    const bool vpp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
-    for (int tp : divisors(N)) {
-      if (!tp_ok && tp > 1) break;
-      if (c.tp && *c.tp != tp) continue;
-      if (limits.max_tp && tp > limits.max_tp) continue;
-      if (m.heads % tp || kv % tp) continue;
-      const int domain = std::max(1, s.cluster.nvlink_domain);
-      if (!limits.allow_tp_beyond_nvlink && tp > 1 && tp > domain) continue;
-      for (int pp : divisors(N / tp)) {
-        if (!pp_ok && pp > 1) break;
-        if (c.pp && *c.pp != pp) continue;
-        if (limits.max_pp && pp > limits.max_pp) continue;
-        if (pp > m.layers) break;
-        const bool even = m.layers % pp == 0;
-        const bool emb_split = !even && (f == Framework::Megatron || f == Framework::Nemo) && (m.layers + 2) % pp == 0;
-        if (!even && !emb_split) continue;
-        for (int cp : divisors(N / tp / pp)) {
-          if (!cp_ok && cp > 1) break;
-          if (c.cp && *c.cp != cp) continue;
-          if (limits.max_cp && cp > limits.max_cp) continue;
-          if (cp > 1 && m.seq_len % (2 * cp)) continue;
-          const int dp = N / tp / pp / cp;
-          if (c.dp && *c.dp != dp) continue;
-          if (B % dp) continue;
-          const int per_replica = B / dp;
-          // virtual stages: divisors of the layers per stage (interleaving needs pp >= 2)
-          std::vector<int> vs{1};
-          if (pp > 1 && vpp_ok) {
-            const int per = even ? m.layers / pp : (m.layers + 2) / pp;
-            for (int v = 2; v <= per; ++v)
-              if (per % v == 0) vs.push_back(v);
-          }
-          for (int v : vs) {
-            if (c.virtual_stages && *c.virtual_stages != v) continue;
-            for (int z = 0; z <= 3; ++z) {
-              if (!supports_zero(f, z, pp)) continue;
-              if (c.zero_stage && *c.zero_stage != z) continue;
-              if (!allowed(limits.zero_stages, z)) continue;
-              std::vector<int> groups{0};
-              if ((f == Framework::Fsdp || f == Framework::Torchtitan) && z >= 2 && dp * cp > s.cluster.gpus_per_node &&
-                  (dp * cp) % s.cluster.gpus_per_node == 0)
-                groups.push_back(s.cluster.gpus_per_node);
-              for (int sg : groups) {
-                for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-                  if (!supports_recompute(f, r)) continue;
-                  if (c.recompute && *c.recompute != r) continue;
-                  if (!allowed(limits.recompute_modes, r)) continue;
-                  const bool sp = c.sequence_parallel ? *c.sequence_parallel : tp > 1;
-                  if (sp && tp == 1 && c.sequence_parallel) continue;
-                  for (int mb = std::max(1, limits.min_micro_batch); mb <= per_replica; ++mb) {
-                    if (per_replica % mb) continue;
-                    if (limits.max_micro_batch && mb > limits.max_micro_batch) break;
-                    if (c.micro_batch && *c.micro_batch != mb) continue;
-                    Layout l;
-                    l.tp = tp; l.pp = pp; l.cp = cp; l.dp = dp; l.virtual_stages = v; l.micro_batch = mb;
-                    l.zero_stage = z; l.recompute = r; l.sequence_parallel = sp && tp > 1; l.shard_group = sg;
-                    const double mem = ev.memory_gib(l);
-                    if (mem < least_mem) { least_mem = mem; least_layout = l; least_fw = f; }
-                    if (mem > ev.capacity_gib()) {
-                      ++pruned_memory;
-                      break;  // a larger micro-batch needs more memory still
-                    }
-                    const Evaluator::Result res = ev.evaluate(l);
-                    ++evaluated;
-                    Ranked rk{res.step_s, 0, f, l};
-                    if (best.size() < keep || better(rk, best.back())) {
-                      auto it = std::upper_bound(best.begin(), best.end(), rk, better);
-                      best.insert(it, rk);
-                      if (best.size() > keep) best.pop_back();
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-
-  if (best.empty()) {
-    std::string msg = "nothing fits in " + fmt("%.1f", effective_gpu(s.cluster).memory_gib) + " GiB per GPU";
-    if (least_mem < 1e29) {
-      Evaluator ev(s, least_fw, params);
-      MemoryBreakdown mb;
-      ev.memory_gib(least_layout, &mb);
-      const double need_nodes = std::ceil(s.cluster.nodes * least_mem / ev.capacity_gib());
-      msg += "; the leanest layout (tp=" + std::to_string(least_layout.tp) + " pp=" + std::to_string(least_layout.pp) +
-             " cp=" + std::to_string(least_layout.cp) + " micro_batch=" + std::to_string(least_layout.micro_batch) +
-             " zero_stage=" + std::to_string(least_layout.zero_stage) + " recompute=" + to_string(least_layout.recompute) +
-             ") needs " + fmt("%.1f", least_mem) + " GiB (weights+grads+optimizer " +
-             fmt("%.1f", mb.weights + mb.gradients + mb.optimizer) + ", activations " +
-             fmt("%.1f", mb.activations + mb.logits) + "). What would fit: about " +
-             std::to_string(int(need_nodes)) + " nodes instead of " + std::to_string(s.cluster.nodes) +
-             ", a GPU with more memory, full recompute and micro_batch 1 if a constraint excludes them, ZeRO-3/FSDP "
-             "sharding, or a shorter sequence";
-    } else {
-      msg += "; no valid layout exists for these constraints (check that tp divides heads/kv_heads, pp divides "
-             "layers, and dp divides global_batch)";
-    }
-    throw NothingFits(msg);
-  }
-
-  // Tie-break: among candidates within 1 % of the fastest, the simplest wins (deterministic).
+// Tie-break: among candidates within 1 % of the fastest, the simplest wins (deterministic).
+size_t tie_break_winner(const std::vector<Ranked>& best) {
   const double tmin = best.front().t;
   size_t win = 0;
   for (size_t i = 1; i < best.size(); ++i)
     if (best[i].t <= tmin * 1.01 && simplicity_key(best[i].l) < simplicity_key(best[win].l)) win = i;
+  return win;
+}
 
+// "runner-up is X % slower, mostly <term>": the step-time term that differs most.
+std::string runner_up_note(const Prediction& winner, const Prediction& runner_up) {
+  const Breakdown& w = winner.breakdown;
+  const Breakdown& o = runner_up.breakdown;
+  const char* names[] = {"compute", "recompute", "tp_comm", "cp_comm", "pp_bubble", "pp_comm", "dp_comm_exposed",
+                         "optimizer", "other"};
+  const double dw[] = {w.compute, w.recompute, w.tp_comm, w.cp_comm, w.pp_bubble, w.pp_comm, w.dp_comm_exposed,
+                       w.optimizer, w.other};
+  const double dox[] = {o.compute, o.recompute, o.tp_comm, o.cp_comm, o.pp_bubble, o.pp_comm, o.dp_comm_exposed,
+                        o.optimizer, o.other};
+  int k = 0;
+  for (int i = 1; i < 9; ++i)
+    if (dox[i] - dw[i] > dox[k] - dw[k]) k = i;
+  return "runner-up is " + fmt("%.1f", 100 * (runner_up.step_time_s / winner.step_time_s - 1)) + " % slower, mostly " +
+         names[k] + " (+" + fmt("%.3f", dox[k] - dw[k]) + " s)";
+}
+
+Prediction evaluate_ranked(const Scenario& s, const ModelParams& params, const SearchLimits& limits, const Ranked& r) {
+  Evaluator ev(s, r.f, params);
+  ev.headroom_gib = limits.memory_headroom_gib;
+  return to_prediction(s, ev, ev.evaluate(r.l));
+}
+
+}  // namespace
+
+Plan advise(const Scenario& s, const SearchLimits& limits) {
+  const auto t0 = std::chrono::steady_clock::now();
+  validate(s);
+  const ModelParams& params = limits.params ? *limits.params : shipped_params();
+  SearchState st;
+  st.keep = size_t(std::max(limits.top_n, 1)) + 32;
+  st.least_fw = s.training.framework;
+  if (limits.time_budget_s > 0)
+    st.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           std::chrono::duration<double>(limits.time_budget_s));
+  for (Framework f : frameworks_to_search(s, limits)) search_framework(s, f, params, limits, st);
+  if (st.best.empty() && st.out_of_time)
+    throw NothingFits("the search stopped at its time budget of " + fmt("%.1f", limits.time_budget_s) + " s after " +
+                      std::to_string(st.evaluated) + " layouts, none of which fit; fix more of the layout (tp, pp, "
+                      "micro_batch) to narrow the search");
+  if (st.best.empty()) throw NothingFits(nothing_fits_message(s, params, st));
+
+  const size_t win = tie_break_winner(st.best);
   Plan plan;
-  plan.framework = best[win].f;
-  plan.layout = best[win].l;
-  {
-    Evaluator ev(s, plan.framework, params);
-    ev.headroom_gib = limits.memory_headroom_gib;
-    plan.prediction = to_prediction(s, ev, ev.evaluate(plan.layout));
-  }
-  for (size_t i = 0; i < best.size() && int(plan.alternatives.size()) < limits.top_n; ++i) {
-    if (i == win) continue;
-    Evaluator ev(s, best[i].f, params);
-    ev.headroom_gib = limits.memory_headroom_gib;
-    plan.alternatives.push_back({best[i].f, best[i].l, to_prediction(s, ev, ev.evaluate(best[i].l))});
-  }
+  plan.framework = st.best[win].f;
+  plan.layout = st.best[win].l;
+  plan.prediction = evaluate_ranked(s, params, limits, st.best[win]);
+  for (size_t i = 0; i < st.best.size() && int(plan.alternatives.size()) < limits.top_n; ++i)
+    if (i != win) plan.alternatives.push_back({st.best[i].f, st.best[i].l, evaluate_ranked(s, params, limits, st.best[i])});
   plan.env = synthesize_env(s, plan.framework, plan.layout, plan.prediction.memory_gib_per_gpu);
-  plan.candidates_evaluated = evaluated;
+  plan.candidates_evaluated = st.evaluated;
   plan.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  plan.notes.push_back(std::to_string(evaluated) + " layouts evaluated, " + std::to_string(pruned_memory) +
+  plan.notes.push_back(std::to_string(st.evaluated) + " layouts evaluated, " + std::to_string(st.pruned_memory) +
                        " pruned by memory");
+  if (st.out_of_time)
+    plan.notes.push_back("the search stopped at its time budget of " + fmt("%.1f", limits.time_budget_s) +
+                         " s: this plan is the best of the layouts evaluated, not of all");
   if (win != 0)
-    plan.notes.push_back("tie-break: within 1 % of the fastest (" + fmt("%.3f", tmin) +
+    plan.notes.push_back("tie-break: within 1 % of the fastest (" + fmt("%.3f", st.best.front().t) +
                          " s), the simpler layout was preferred");
-  if (!plan.alternatives.empty()) {
-    const auto& a = plan.alternatives.front();
-    const Breakdown& w = plan.prediction.breakdown;
-    const Breakdown& o = a.prediction.breakdown;
-    const char* names[] = {"compute", "recompute", "tp_comm", "cp_comm", "pp_bubble", "pp_comm", "dp_comm_exposed",
-                           "optimizer", "other"};
-    const double dw[] = {w.compute, w.recompute, w.tp_comm, w.cp_comm, w.pp_bubble, w.pp_comm, w.dp_comm_exposed,
-                         w.optimizer, w.other};
-    const double dox[] = {o.compute, o.recompute, o.tp_comm, o.cp_comm, o.pp_bubble, o.pp_comm, o.dp_comm_exposed,
-                          o.optimizer, o.other};
-    int k = 0;
-    for (int i = 1; i < 9; ++i)
-      if (dox[i] - dw[i] > dox[k] - dw[k]) k = i;
-    plan.notes.push_back("runner-up is " + fmt("%.1f", 100 * (a.prediction.step_time_s / plan.prediction.step_time_s - 1)) +
-                         " % slower, mostly " + names[k] + " (+" + fmt("%.3f", dox[k] - dw[k]) + " s)");
-  }
+  if (!plan.alternatives.empty()) plan.notes.push_back(runner_up_note(plan.prediction, plan.alternatives.front().prediction));
   if ((plan.framework == Framework::Fsdp || plan.framework == Framework::Torchtitan) && plan.layout.zero_stage >= 2)
     plan.notes.push_back("CUDA_DEVICE_MAX_CONNECTIONS left unset: FSDP prefetching overlaps best with several queues");
   return plan;

@@ -23,6 +23,7 @@ struct SearchLimits {
   bool all_frameworks = false;                        // also search the other frameworks (those in `frameworks`)
   bool allow_tp_beyond_nvlink = false;                // TP groups may span NVLink domains (slow; off)
   std::optional<ModelParams> params;                  // the site's calibration (calibration_file.h); unset = shipped
+  double time_budget_s = 5.0;                         // stop searching after this long and say so (0 = no budget)
 };
 
 // Nothing fits: the message says what would (more GPUs, full recompute, ...).
