@@ -51,6 +51,16 @@ TEST(TuningLog, BadLinesAreReportedWithLineNumbersNotFatal) {
   EXPECT_EQ(log.entries[4].line, 9u);
 }
 
+TEST(TuningLog, AnOutOfRangeStepCountIsAbsentNotUndefined) {
+  // size_t(1e300) is undefined behaviour (UBSan reports it); the count is read as absent instead.
+  const TuningLog log = read_tuning_log(
+      "{\"job_id\": \"1\", \"achieved\": {\"median_step_time_s\": 2.0, \"steps\": 1e300}}\n"
+      "{\"job_id\": \"2\", \"achieved\": {\"median_step_time_s\": 2.0, \"steps\": 120}}\n");
+  ASSERT_EQ(log.entries.size(), 2u);
+  EXPECT_EQ(log.entries[0].achieved_steps, 0u);
+  EXPECT_EQ(log.entries[1].achieved_steps, 120u);  // control: a real count is read
+}
+
 TEST(TuningLog, ExpandsHostlists) {
   EXPECT_EQ(expand_hostlist("gpu[01-03,07],login1"),
             (std::vector<std::string>{"gpu01", "gpu02", "gpu03", "gpu07", "login1"}));

@@ -80,7 +80,8 @@ LogEntry entry_from(const json& j, size_t line) {
     if (auto v = num(*it, "median_step_time_s"); v && *v > 0) e.achieved_step_s = v;
     if (auto v = num(*it, "p10_step_time_s"); v && *v > 0) e.achieved_p10_s = v;
     if (auto v = num(*it, "p90_step_time_s"); v && *v > 0) e.achieved_p90_s = v;
-    e.achieved_steps = size_t(std::max(0.0, num(*it, "steps").value_or(0)));
+    // Bounded like every other count: 1e300 steps would make size_t(...) undefined behaviour.
+    e.achieved_steps = size_t(std::max(0.0, bounded(num(*it, "steps"), 9.0e15)));
   }
   if (auto it = j.find("suspect"); it != j.end() && it->is_object()) {
     e.flagged = true;
