@@ -29,6 +29,8 @@ TEST(PluginConfig, AllKeys) {
 TEST(PluginConfig, ProbeTimeout) {
   EXPECT_EQ(parse_plugin_config({}).probe_timeout_ms, 10000);
   EXPECT_EQ(parse_plugin_config({"probe_timeout_ms=2500"}).probe_timeout_ms, 2500);
+  EXPECT_EQ(parse_plugin_config({}).decide_timeout_ms, 10000);
+  EXPECT_EQ(parse_plugin_config({"decide_timeout_ms=3000"}).decide_timeout_ms, 3000);
 }
 
 TEST(PluginConfig, BuiltinTopology) {
@@ -51,5 +53,6 @@ TEST(PluginConfig, Errors) {
   expect_error({"default_mode=off"}, "apply or suggest");
   expect_error({"on_by_default=perhaps"}, "yes|no");
   expect_error({"probe_timeout_ms=5"}, "100 ... 600000");
+  expect_error({"decide_timeout_ms=700000"}, "decide_timeout_ms must be 100 ... 600000");
   expect_error({"probe_timeout_ms=10s"}, "100 ... 600000");
 }
