@@ -143,6 +143,10 @@ const GpuSpec* find_gpu(const std::string& key) {
 
 }  // namespace
 
+bool has_flash_attention(GpuArch a) {
+  return a != GpuArch::Pascal && a != GpuArch::Volta && a != GpuArch::Turing;
+}
+
 const GpuSpec& gpu_spec(const std::string& key) {
   if (const GpuSpec* g = find_gpu(key)) return *g;
   std::string valid;

@@ -54,7 +54,7 @@ double activation_bytes_per_layer(const ModelSpec& m, int b, int tp, int cp, boo
 Evaluator::Evaluator(const Scenario& s, Framework f, const ModelParams& p) : s_(s), fw_(f), p_(p) {
   gpu_ = effective_gpu(s.cluster);
   const int arch = static_cast<int>(gpu_.arch);
-  const double eff = p_.gemm_eff[arch];
+  const double eff = p_.gemm_eff[arch] * p_.stack_compute_eff[static_cast<int>(f)];
   const double peak16 = (s.training.precision == Precision::Fp16 ? gpu_.fp16_tflops : gpu_.bf16_tflops) * 1e12;
   peak_ = peak16 * eff;
   peak_lin_ = peak_;
@@ -79,7 +79,9 @@ Evaluator::Evaluator(const Scenario& s, Framework f, const ModelParams& p) : s_(
   if (gp == "SYS") path = 0.5;
   node_net_gbps_ = std::max(0.1, line * p_.fabric_eff[static_cast<int>(s.cluster.fabric)] * path *
                                      (s.cluster.rail_aligned ? 1.0 : 0.9));
-  flash_ = s.training.flash_attention.value_or(true);
+  // FlashAttention exists only from Ampere on (and on CDNA2/3 through ROCm's port): on Volta, Turing or Pascal
+  // attention is the unfused kernel whatever the scenario says (FlashAttention-2 README: Ampere, Ada, Hopper).
+  flash_ = s.training.flash_attention.value_or(true) && has_flash_attention(gpu_.arch);
   overlap_dp_ = s.training.overlap_dp_comm.value_or(true);
   tp_overlap_ = (f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan) &&
                 (gpu_.arch == GpuArch::Hopper || gpu_.arch == GpuArch::Blackwell) && overlap_dp_;
@@ -134,10 +136,17 @@ double Evaluator::collective_s(Coll c, double bytes, int k, int stride) const {
       steps = std::min(2.0 * (k - 1), 2 * ceil_log2(k) + 2);
       break;
     case Coll::ReduceScatter:
-    case Coll::AllGather:
+    case Coll::AllGather: {
+      // NCCL runs these as rings (no tree; PAT only with one rank per node): k-1 steps, of which one per node
+      // boundary crosses the network and the rest stay on NVLink (src/graph/tuning.cc). At 1,536 GPUs this
+      // latency, not bandwidth, bounds a ZeRO-3 layer gather of a small model.
       factor = double(k - 1) / k;
-      steps = std::min(double(k - 1), ceil_log2(k) + 1);
-      break;
+      const int per_node = stride >= G_ ? 1 : std::min(k, std::max(1, G_ / stride));
+      const int nodes = (k + per_node - 1) / per_node;
+      const double inter = nodes - 1, intra = (k - 1) - inter;
+      return p_.launch_us * 1e-6 + inter * p_.alpha_net_us * 1e-6 + intra * p_.alpha_ring_intra_us * 1e-6 +
+             bytes * factor / bw;
+    }
     case Coll::SendRecv:
     default:
       factor = 1;
@@ -342,7 +351,8 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   // --- per-stage time for one micro-batch (all v chunks of the stage) -----------------------------------------
   int Lf, Lm, Ll;
   stage_layers(l, &Lf, &Lm, &Ll);
-  const double per_layer = layer_f + layer_b + layer_rc + tp_layer + cp_layer + z_layer;
+  const double stack_layer = p_.layer_overhead_us[static_cast<int>(fw_)] * 1e-6;
+  const double per_layer = layer_f + layer_b + layer_rc + tp_layer + cp_layer + z_layer + stack_layer;
   const double mb_over = p_.mb_overhead_us * 1e-6;
   const double emb = 3 * tok * h_ * 2 / hbm_ / hs;
   const double head = 3 * gemm_s(tok, V_ / t, h_, false) + 12 * tok * V_ / t / hbm_ + tok * h_ * 8 / hs / hbm_;
@@ -407,7 +417,8 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   const double parts_tp = Lmax * tp_layer;
   const double parts_cp = Lmax * cp_layer;
   const double parts_z = Lmax * z_layer;
-  const double parts_sum = parts_compute + parts_rc + parts_tp + parts_cp + parts_z + mb_over;
+  const double parts_stack = Lmax * stack_layer;
+  const double parts_sum = parts_compute + parts_rc + parts_tp + parts_cp + parts_z + parts_stack + mb_over;
   const double scale = parts_sum > 0 ? T_max / parts_sum : 1;
   Breakdown& br = r.br;
   br.compute = share * parts_compute * scale;
@@ -418,7 +429,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   br.pp_bubble = bubble;
   br.pp_comm = pp_comm;
   br.optimizer = optimizer;
-  br.other = share * mb_over * scale + p_.step_overhead_s;
+  br.other = share * (mb_over + parts_stack) * scale + p_.step_overhead_s;
   r.step_s = br.compute + br.recompute + br.tp_comm + br.cp_comm + br.pp_bubble + br.pp_comm + br.dp_comm_exposed +
              br.optimizer + br.other;
 

@@ -223,3 +223,44 @@ TEST(Search, DeterministicAndCapped) {
   s.parallel.cp = 2;
   EXPECT_EQ(advise(s).layout.cp, 2);
 }
+
+// All-gather and reduce-scatter are rings in NCCL (src/graph/tuning.cc): k-1 steps, one per node boundary on the
+// network, the rest on NVLink. At 1,536 GPUs (192 nodes of 8) a small gather is latency-bound: 191 network steps
+// of alpha_net plus 1,344 NVLink steps of alpha_ring_intra, where the old min(ring, tree) count gave 12 steps.
+TEST(Comm, AllGatherIsARingWhoseLatencyGrowsWithTheGroup) {
+  Scenario s = base("llama3-8b", "a100-sxm4-80gb", 192, 8, 200);
+  const ModelParams p = shipped_params();
+  Evaluator ev(s, Framework::DeepSpeed, p);
+  const double tiny = 1024;  // bytes: the bandwidth term is negligible
+  const double expected = p.launch_us * 1e-6 + 191 * p.alpha_net_us * 1e-6 + 1344 * p.alpha_ring_intra_us * 1e-6;
+  EXPECT_NEAR(ev.collective_s(Coll::AllGather, tiny, 1536, 1), expected, 1e-6);
+  EXPECT_GT(ev.collective_s(Coll::AllGather, tiny, 1536, 1), 2e-3);  // milliseconds per layer gather
+  // One rank per node (stride 8): every step crosses the network.
+  EXPECT_NEAR(ev.collective_s(Coll::ReduceScatter, tiny, 192, 8),
+              p.launch_us * 1e-6 + 191 * p.alpha_net_us * 1e-6, 1e-6);
+}
+
+// FlashAttention does not exist on Volta: a V100 scenario that asks for it gets the unfused kernel's time and
+// memory, exactly as one that says flash_attention = false (the demo's V100 plan predicted 55 % MFU with it).
+TEST(Compute, NoFlashAttentionOnVolta) {
+  EXPECT_FALSE(has_flash_attention(GpuArch::Volta));
+  EXPECT_TRUE(has_flash_attention(GpuArch::Ampere));
+  Scenario asks = base("gpt3-1.3b", "v100-sxm2-32gb", 1, 0, 0);
+  asks.training.precision = Precision::Fp16;
+  asks.training.flash_attention = true;
+  Scenario unfused = asks;
+  unfused.training.flash_attention = false;
+  Layout l;
+  l.dp = 8;
+  l.micro_batch = 1;
+  const auto a = Evaluator(asks, Framework::Megatron).evaluate(l), u = Evaluator(unfused, Framework::Megatron).evaluate(l);
+  EXPECT_DOUBLE_EQ(a.step_s, u.step_s);
+  EXPECT_DOUBLE_EQ(a.mem_gib, u.mem_gib);
+  // Control: on an A100 the flag matters.
+  Scenario a100 = asks;
+  a100.cluster.gpu = "a100-sxm4-80gb";
+  Scenario a100_unfused = a100;
+  a100_unfused.training.flash_attention = false;
+  EXPECT_LT(Evaluator(a100, Framework::Megatron).evaluate(l).step_s,
+            Evaluator(a100_unfused, Framework::Megatron).evaluate(l).step_s);
+}

@@ -11,6 +11,9 @@ namespace paratune::advisor {
 
 enum class GpuArch { Pascal, Volta, Turing, Ampere, Ada, Hopper, Blackwell, Cdna2, Cdna3 };
 const char* to_string(GpuArch a);
+// Whether FlashAttention kernels exist for the architecture (FlashAttention-2: Ampere, Ada, Hopper; FA3/cuDNN on
+// Hopper and Blackwell; ROCm's port on CDNA2/3). Volta, Turing and Pascal run unfused attention.
+bool has_flash_attention(GpuArch a);
 
 struct GpuSpec {
   std::string key;            // catalog key ("h100-sxm5-80gb")

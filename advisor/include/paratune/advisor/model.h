@@ -34,6 +34,16 @@ struct ModelParams {
   // Framework and schedule overheads.
   double step_overhead_s = 0.02;     // per optimizer step (data loader, logging, bookkeeping)
   double mb_overhead_us = 300;       // per micro-batch per pipeline stage (schedule, Python, launch gaps)
+  // The software stack, indexed by Framework (Megatron, DeepSpeed, Fsdp, Torchtitan, Nemo). Compute efficiency is
+  // relative to the fitted GEMM efficiency (which Megatron-family rows dominate); the per-layer overhead is paid
+  // per transformer layer per micro-batch, forward and backward together: module hooks, unshard/reshard
+  // bookkeeping, unfused elementwise kernels and their launches — the cost that dominates small models and that
+  // CUDA graphs and fused kernels (Megatron-Core, NeMo) mostly remove. Values: calibration.cpp (fitted or prior).
+  double stack_compute_eff[5] = {1.0, 1.0, 1.0, 1.0, 1.0};
+  double layer_overhead_us[5] = {0, 0, 0, 0, 0};
+  // Latency of one ring step of an all-gather / reduce-scatter inside a node (NCCL LL protocol over NVLink);
+  // steps between nodes pay alpha_net_us (NCCL src/graph/tuning.cc: intra and inter steps of a ring).
+  double alpha_ring_intra_us = 1.0;
 };
 
 const ModelParams& shipped_params();
