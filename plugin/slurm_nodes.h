@@ -21,6 +21,7 @@ struct StepNodes {
 };
 
 inline constexpr size_t kMaxNodeListBytes = 64u << 10;
+inline constexpr size_t kMaxHostNameBytes = 255;  // a DNS name is at most 253
 
 // The variable that holds the step's node list, set by Slurm for this kind of step.
 const char* node_list_variable(bool batch_step);
