@@ -9,6 +9,25 @@ namespace paratune::advisor {
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 inline double ceil_log2(double k) { return k <= 1 ? 0 : std::ceil(std::log2(k)); }
+
+// The attention kernel against the framework's default, which the fitted attn_eff_rel describes: Megatron-Core and
+// NeMo run cuDNN fused attention (FlashAttention-3 class on Hopper/Blackwell), the PyTorch stacks FlashAttention-2
+// through SDPA. Only Hopper and Blackwell have the faster kernels.
+double attention_factor(const TrainingSpec& t, Framework f, GpuArch arch, const ModelParams& p) {
+  const bool fast_arch = arch == GpuArch::Hopper || arch == GpuArch::Blackwell;
+  if (!fast_arch || !t.attention || *t.attention == Attention::None) return 1.0;
+  const bool default_fast = f == Framework::Megatron || f == Framework::Nemo;
+  const bool asks_fast = *t.attention == Attention::Flash3 || *t.attention == Attention::Cudnn;
+  if (asks_fast == default_fast) return 1.0;
+  return asks_fast ? p.fa3_gain : 1.0 / p.fa3_gain;
+}
+
+// The FP8 recipe against per-tensor scaling (which the fitted fp8_linear_gain describes).
+double fp8_recipe_factor(const TrainingSpec& t, GpuArch arch, const ModelParams& p) {
+  if (!t.fp8_recipe) return 1.0;
+  if (*t.fp8_recipe == Fp8Recipe::Mxfp8 && arch != GpuArch::Blackwell) return p.mxfp8_emulated_gain;
+  return p.fp8_recipe_gain[static_cast<int>(*t.fp8_recipe)];
+}
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -59,7 +78,8 @@ Evaluator::Evaluator(const Scenario& s, Framework f, const ModelParams& p) : s_(
   peak_ = peak16 * eff;
   peak_lin_ = peak_;
   if (s.training.precision == Precision::Fp8 && gpu_.fp8_tflops > 0)
-    peak_lin_ = peak_ * std::min(p_.fp8_linear_gain, gpu_.fp8_tflops * 1e12 / peak16);
+    peak_lin_ = peak_ * std::min(p_.fp8_linear_gain * fp8_recipe_factor(s.training, gpu_.arch, p_),
+                                 gpu_.fp8_tflops * 1e12 / peak16);
   hbm_ = gpu_.hbm_tbps * 1e12 * p_.hbm_eff;
   capacity_gib_ = gpu_.memory_gib;
   G_ = std::max(1, s.cluster.gpus_per_node);
@@ -81,10 +101,17 @@ Evaluator::Evaluator(const Scenario& s, Framework f, const ModelParams& p) : s_(
                                      (s.cluster.rail_aligned ? 1.0 : 0.9));
   // FlashAttention exists only from Ampere on (and on CDNA2/3 through ROCm's port): on Volta, Turing or Pascal
   // attention is the unfused kernel whatever the scenario says (FlashAttention-2 README: Ampere, Ada, Hopper).
-  flash_ = s.training.flash_attention.value_or(true) && has_flash_attention(gpu_.arch);
+  flash_ = s.training.flash_attention.value_or(true) && has_flash_attention(gpu_.arch) &&
+           s.training.attention != Attention::None;
+  attn_gain_ = attention_factor(s.training, f, gpu_.arch, p_);
+  elt_scale_ = p_.elt_scale * (s.training.compile.value_or(false) && (f == Framework::Fsdp || f == Framework::Torchtitan)
+                                   ? p_.compile_elt_scale : 1.0);
   overlap_dp_ = s.training.overlap_dp_comm.value_or(true);
+  // TP comm/GEMM overlap: Megatron-Core/NeMo (userbuffers) and torchtitan (async TP) on Hopper and Blackwell; on by
+  // default where it exists unless the scenario says tp_comm_overlap = false.
   tp_overlap_ = (f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan) &&
-                (gpu_.arch == GpuArch::Hopper || gpu_.arch == GpuArch::Blackwell) && overlap_dp_;
+                (gpu_.arch == GpuArch::Hopper || gpu_.arch == GpuArch::Blackwell) &&
+                s.training.tp_comm_overlap.value_or(overlap_dp_);
   const ModelSpec& m = s.model;
   h_ = m.hidden; a_ = m.heads; g_ = m.kv_heads > 0 ? m.kv_heads : m.heads;
   f_ = m.ffn_hidden > 0 ? m.ffn_hidden : 4.0 * m.hidden;
@@ -284,7 +311,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   const int arch = static_cast<int>(gpu_.arch);
   double attn_f, attn_b;
   if (flash_) {
-    attn_f = 0.5 * F_att / (peak_ * p_.attn_eff_rel) + 2 * p_.gemm_t0_us * 1e-6;
+    attn_f = 0.5 * F_att / (peak_ * p_.attn_eff_rel * attn_gain_) + 2 * p_.gemm_t0_us * 1e-6;
     attn_b = 2.5 * attn_f;
   } else {
     const double scores = double(b) * (a_ / t) * s_len_ * s_len_ / c;
@@ -295,7 +322,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   // Elementwise work streamed through HBM (norms, residuals, rotary, activation function, dropout): about 32
   // bytes per token per hidden unit (replicated without SP) and 4-6 per FFN unit, backward twice (docs/model.md).
   const double elt_bytes =
-      p_.elt_scale * (tok * h_ * (32 + (dropout_ ? 4 : 0)) / hs + tok * f_ * (gated_ ? 6 : 4) / t);
+      elt_scale_ * (tok * h_ * (32 + (dropout_ ? 4 : 0)) / hs + tok * f_ * (gated_ ? 6 : 4) / t);
   const double elt_f = elt_bytes / hbm_, elt_b = 2 * elt_f;
   const double layer_f = gemm_f + attn_f + elt_f;
   const double layer_b = gemm_b + attn_b + elt_b;

@@ -57,6 +57,43 @@ const char* to_string(Fabric f) {
   return "?";
 }
 
+const char* to_string(Attention a) {
+  switch (a) {
+    case Attention::Flash2: return "flash2";
+    case Attention::Flash3: return "flash3";
+    case Attention::Cudnn: return "cudnn";
+    case Attention::None: return "none";
+  }
+  return "?";
+}
+const char* to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::Delayed: return "delayed";
+    case Fp8Recipe::Tensorwise: return "tensorwise";
+    case Fp8Recipe::Rowwise: return "rowwise";
+    case Fp8Recipe::Blockwise: return "blockwise";
+    case Fp8Recipe::Mxfp8: return "mxfp8";
+  }
+  return "?";
+}
+Attention attention_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "flash2" || v == "fa2" || v == "flash-attn-2") return Attention::Flash2;
+  if (v == "flash3" || v == "fa3" || v == "flash-attn-3") return Attention::Flash3;
+  if (v == "cudnn" || v == "te" || v == "fused") return Attention::Cudnn;
+  if (v == "none" || v == "unfused" || v == "eager") return Attention::None;
+  throw std::invalid_argument("'" + s + "' is not an attention kernel; valid: flash2, flash3, cudnn, none");
+}
+Fp8Recipe fp8_recipe_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "delayed") return Fp8Recipe::Delayed;
+  if (v == "tensorwise" || v == "current" || v == "per-tensor") return Fp8Recipe::Tensorwise;
+  if (v == "rowwise") return Fp8Recipe::Rowwise;
+  if (v == "blockwise" || v == "block") return Fp8Recipe::Blockwise;
+  if (v == "mxfp8" || v == "mx") return Fp8Recipe::Mxfp8;
+  throw std::invalid_argument("'" + s + "' is not an fp8 recipe; valid: delayed, tensorwise, rowwise, blockwise, mxfp8");
+}
+
 Framework framework_from_string(const std::string& s) {
   const std::string v = lower(s);
   if (v == "megatron" || v == "megatron-lm" || v == "megatron-core") return Framework::Megatron;

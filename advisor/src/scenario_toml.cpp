@@ -236,7 +236,8 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
 
   const toml::table* t = sub(c, root, "training");
   if (!t) throw std::invalid_argument(origin + ":1:1: training: missing [training] table (global_batch is required)");
-  check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "overlap_dp_comm", "flash_attention"});
+  check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "overlap_dp_comm", "flash_attention",
+                                  "attention", "fp8_recipe", "compile", "tp_comm_overlap"});
   if (!get_int(c, *t, "training.", "global_batch", s.training.global_batch, 1, 1L << 30))
     c.fail(*t, "training.global_batch", "missing; give the sequences per optimizer step (e.g. 1024)");
   get_enum(c, *t, "training.", "precision", s.training.precision, precision_from_string);
@@ -244,6 +245,12 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   bool b = false;
   if (get_bool(c, *t, "training.", "overlap_dp_comm", b)) s.training.overlap_dp_comm = b;
   if (get_bool(c, *t, "training.", "flash_attention", b)) s.training.flash_attention = b;
+  if (get_bool(c, *t, "training.", "compile", b)) s.training.compile = b;
+  if (get_bool(c, *t, "training.", "tp_comm_overlap", b)) s.training.tp_comm_overlap = b;
+  Attention att{};
+  if (get_enum(c, *t, "training.", "attention", att, attention_from_string)) s.training.attention = att;
+  Fp8Recipe recipe{};
+  if (get_enum(c, *t, "training.", "fp8_recipe", recipe, fp8_recipe_from_string)) s.training.fp8_recipe = recipe;
 
   const toml::table* cl = sub(c, root, "cluster");
   if (!cl && cluster == ClusterSource::File)

@@ -13,7 +13,9 @@ namespace {
 // Bounds keep a hostile SPEC from costing anything: Slurm passes it to every step.
 constexpr size_t kMaxSpecLength = 4096;
 constexpr size_t kMaxTokens = 32;
-constexpr const char* kValidKeys = "model, seq, gbs, mbs, framework, mode, precision, tp, pp, cp, zero, recompute";
+constexpr const char* kValidKeys =
+    "model, seq, gbs, mbs, framework, mode, precision, tp, pp, cp, zero, recompute, attention, fp8_recipe, compile, "
+    "tp_overlap";
 
 std::string join_presets() {
   std::string out;
@@ -68,6 +70,12 @@ auto checked(std::string_view token, std::string_view value, Parse parse) {
   }
 }
 
+bool yes_no(const std::string& v) {
+  if (v == "yes" || v == "true" || v == "1" || v == "on") return true;
+  if (v == "no" || v == "false" || v == "0" || v == "off") return false;
+  throw std::invalid_argument("'" + v + "' is not yes or no");
+}
+
 void apply_key(OptionSpec& spec, std::string_view token) {
   const size_t eq = token.find('=');
   const std::string_view key = token.substr(0, eq);
@@ -84,6 +92,10 @@ void apply_key(OptionSpec& spec, std::string_view token) {
   else if (key == "framework") spec.framework = advisor::to_string(checked(token, value, advisor::framework_from_string));
   else if (key == "precision") spec.precision = advisor::to_string(checked(token, value, advisor::precision_from_string));
   else if (key == "recompute") spec.recompute = advisor::to_string(checked(token, value, advisor::recompute_from_string));
+  else if (key == "attention") spec.attention = advisor::to_string(checked(token, value, advisor::attention_from_string));
+  else if (key == "fp8_recipe") spec.fp8_recipe = advisor::to_string(checked(token, value, advisor::fp8_recipe_from_string));
+  else if (key == "compile") spec.compile = checked(token, value, yes_no);
+  else if (key == "tp_overlap") spec.tp_overlap = checked(token, value, yes_no);
   else if (key == "mode") spec.mode = checked(token, value, [](const std::string& v) { return mode_from_string(v); });
   else {
     throw SpecError("--paratune: unknown key '" + shown(key) + "' in '" + shown(token) +
@@ -129,7 +141,8 @@ OptionSpec parse_option_spec(std::string_view text) {
 const char* option_usage() {
   return "Let paratune choose the parallel layout and NCCL settings. SPEC: empty (site default), a model preset "
          "(e.g. llama3-70b), key=value,... (model, seq, gbs, mbs, framework, mode=apply|suggest|off, precision, "
-         "tp, pp, cp, zero, recompute), or @FILE (a scenario TOML file).";
+         "tp, pp, cp, zero, recompute, attention, fp8_recipe, compile=yes|no, tp_overlap=yes|no), or @FILE (a "
+         "scenario TOML file).";
 }
 
 }  // namespace paratune::job

@@ -141,6 +141,10 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
     s.training.precision = advisor::Precision::Fp16;
     notes.push_back(s.cluster.gpu + " has no BF16 tensor cores: planning for FP16 mixed precision");
   }
+  if (spec.attention) s.training.attention = advisor::attention_from_string(*spec.attention);
+  if (spec.fp8_recipe) s.training.fp8_recipe = advisor::fp8_recipe_from_string(*spec.fp8_recipe);
+  if (spec.compile) s.training.compile = *spec.compile;
+  if (spec.tp_overlap) s.training.tp_comm_overlap = *spec.tp_overlap;
   if (spec.gbs) s.training.global_batch = *spec.gbs;
   if (s.training.global_batch <= 0) {
     s.training.global_batch = default_global_batch(s.model.seq_len, s.total_gpus());

@@ -106,3 +106,18 @@ TEST(OptionSpec, MessagesNeverEchoAHugeValue) {
     }
   }
 }
+
+TEST(OptionSpec, StackKeys) {
+  auto s = parse_option_spec("llama3-8b,framework=fsdp,attention=fa3,fp8_recipe=rowwise,compile=yes,tp_overlap=no");
+  EXPECT_EQ(*s.attention, "flash3");
+  EXPECT_EQ(*s.fp8_recipe, "rowwise");
+  EXPECT_TRUE(*s.compile);
+  EXPECT_FALSE(*s.tp_overlap);
+  try {
+    parse_option_spec("llama3-8b,attention=sdpa");
+    FAIL() << "an unknown attention kernel was accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("flash2, flash3, cudnn, none"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_option_spec("llama3-8b,compile=maybe"), SpecError);
+}

@@ -69,6 +69,10 @@ Scenario scenario_from_json(const json& j) {
   if (auto f = opt_str(t, "framework"); !f.empty()) s.training.framework = framework_from_string(f);
   opt_bool(t, "flash_attention", s.training.flash_attention);
   opt_bool(t, "overlap_dp_comm", s.training.overlap_dp_comm);
+  opt_bool(t, "compile", s.training.compile);
+  opt_bool(t, "tp_comm_overlap", s.training.tp_comm_overlap);
+  if (auto a = opt_str(t, "attention"); !a.empty()) s.training.attention = attention_from_string(a);
+  if (auto r = opt_str(t, "fp8_recipe"); !r.empty()) s.training.fp8_recipe = fp8_recipe_from_string(r);
   const json& c = obj(j, "cluster");
   s.cluster.gpu = opt_str(c, "gpu");
   opt_num(c, "nodes", s.cluster.nodes, "cluster.");
@@ -121,6 +125,10 @@ json scenario_to_json(const Scenario& s) {
                    {"framework", to_string(s.training.framework)}};
   if (s.training.flash_attention) training["flash_attention"] = *s.training.flash_attention;
   if (s.training.overlap_dp_comm) training["overlap_dp_comm"] = *s.training.overlap_dp_comm;
+  if (s.training.compile) training["compile"] = *s.training.compile;
+  if (s.training.tp_comm_overlap) training["tp_comm_overlap"] = *s.training.tp_comm_overlap;
+  if (s.training.attention) training["attention"] = to_string(*s.training.attention);
+  if (s.training.fp8_recipe) training["fp8_recipe"] = to_string(*s.training.fp8_recipe);
   return {{"model", {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
                      {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
                      {"seq_len", m.seq_len}, {"gated_mlp", m.gated_mlp}, {"tied_embeddings", m.tied_embeddings},

@@ -44,6 +44,14 @@ struct ModelParams {
   // Latency of one ring step of an all-gather / reduce-scatter inside a node (NCCL LL protocol over NVLink);
   // steps between nodes pay alpha_net_us (NCCL src/graph/tuning.cc: intra and inter steps of a ring).
   double alpha_ring_intra_us = 1.0;
+  // Stack switches (TrainingSpec): priors, not fitted — no row of the calibration data states them apart.
+  double fa3_gain = 1.5;             // FlashAttention-3 / cuDNN fused attention over FlashAttention-2 on Hopper and
+                                     // Blackwell (Shah et al. 2024, FlashAttention-3: 1.5-2.0x in BF16 on H100)
+  double fp8_recipe_gain[5] = {1.0, 1.0, 0.93, 0.85, 1.0};  // delayed, tensorwise, rowwise, blockwise, mxfp8:
+                                     // finer scales cost extra quantisation kernels; MXFP8 is native on Blackwell
+  double mxfp8_emulated_gain = 0.80; // MXFP8 on Hopper (no hardware block scales): emulated with extra casts
+  double compile_elt_scale = 0.6;    // torch.compile fuses elementwise chains: HBM traffic of norms, residuals,
+                                     // activations (FSDP, torchtitan); Megatron-Core/NeMo already fuse them
 };
 
 const ModelParams& shipped_params();
@@ -117,6 +125,8 @@ class Evaluator {
   Framework fw_;
   ModelParams p_;
   GpuSpec gpu_;
+  double attn_gain_ = 1;   // the scenario's attention kernel against the framework's default
+  double elt_scale_ = 1;   // elementwise HBM traffic multiplier (torch.compile fuses some)
   double peak_ = 0;        // FLOP/s, 16-bit
   double peak_lin_ = 0;    // FLOP/s for linear layers (FP8 gain applied)
   double hbm_ = 0;         // bytes/s achieved

@@ -11,10 +11,20 @@ namespace paratune::advisor {
 enum class Framework { Megatron, DeepSpeed, Fsdp, Torchtitan, Nemo };
 enum class Precision { Bf16, Fp16, Fp8 };
 enum class Recompute { None, Selective, Full };
+// The attention kernel: FlashAttention-2, FlashAttention-3, cuDNN's fused attention (Transformer Engine), or the
+// unfused matmul-softmax-matmul. Unset = the framework's default (docs/model.md, "software stack").
+enum class Attention { Flash2, Flash3, Cudnn, None };
+// FP8 scaling recipe: one scale per tensor (delayed amax history or current), per row, per 128x128 block, or
+// MXFP8 (one 8-bit exponent per 32 elements: Blackwell tensor cores).
+enum class Fp8Recipe { Delayed, Tensorwise, Rowwise, Blockwise, Mxfp8 };
 enum class Fabric { InfiniBand, RoCE, Efa, Slingshot, OmniPath, Ethernet };
 
 const char* to_string(Framework f);
 const char* to_string(Precision p);
+const char* to_string(Attention a);
+const char* to_string(Fp8Recipe r);
+Attention attention_from_string(const std::string& s);
+Fp8Recipe fp8_recipe_from_string(const std::string& s);
 const char* to_string(Recompute r);
 const char* to_string(Fabric f);
 // Parsers throw std::invalid_argument whose message lists the valid choices.
@@ -46,6 +56,12 @@ struct TrainingSpec {
                                          // --overlap-grad-reduce, DeepSpeed overlap_comm, FSDP prefetch); false for
                                          // Megatron-LM 2021/22 (Korthikanti §6.3: "not overlapped")
   std::optional<bool> flash_attention;   // default true (no s^2 activation term, fused attention kernel)
+  // What changes speed inside a stack (unset = the framework's default; docs/model.md, "software stack"):
+  std::optional<Attention> attention;    // the attention kernel (attention = "none" is flash_attention = false)
+  std::optional<Fp8Recipe> fp8_recipe;   // with precision fp8
+  std::optional<bool> compile;           // torch.compile of the model (FSDP, torchtitan)
+  std::optional<bool> tp_comm_overlap;   // TP communication overlapped with GEMMs (Megatron --tp-comm-overlap,
+                                         // torchtitan async TP)
 };
 
 // One compute NIC as the advisor sees it (from the probe or the scenario file).
