@@ -109,6 +109,16 @@ const std::vector<GpuSpec>& table() {
       // sparse figures), 180 GB HBM3e at 8 TB/s (DGX B200: 64 TB/s for 8 GPUs), NVLink 5 1.8 TB/s.
       G("b200-sxm-180gb", "B200 SXM 180GB", GpuArch::Blackwell, 2250, 2250, 4500, 178.4, 8.0, 900, 64, true, true,
         true, 148, "NVIDIA HGX B200 / DGX B200 data sheets"),
+      // NVIDIA GB200 NVL72 data sheet: 360 PFLOPS FP16/BF16 and 720 FP8 per 72-GPU rack with sparsity -> 2.5 / 5.0
+      // PFLOPS dense per GPU; dgxc-benchmarking's READMEs compute GB200 MFU against 2,450 BF16 / 4,900 FP8, which is
+      // used here (the clock the rack sustains). Up to 186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s (900 per direction)
+      // across the 72-GPU NVLink domain (nvlink_domain = 72 in the scenario); 4 GPUs per compute tray (node).
+      G("gb200", "GB200 (NVL72)", GpuArch::Blackwell, 2450, 2450, 4900, 184.0, 8.0, 900, 64, true, true, true, 148,
+        "NVIDIA GB200 NVL72 data sheet; peaks as dgxc-benchmarking READMEs state them"),
+      // NVIDIA GB300 NVL72 data sheet: the same 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity as GB200 (the
+      // Ultra adds FP4 rate), 288 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s.
+      G("gb300", "GB300 (NVL72)", GpuArch::Blackwell, 2450, 2450, 4900, 285.4, 8.0, 900, 64, true, true, true, 160,
+        "NVIDIA GB300 NVL72 data sheet (BF16/FP8 dense as GB200)"),
       // AMD Instinct MI250X data sheet: 383 TFLOPS BF16 for the package = 2 GCDs; the scheduler allocates one GCD
       // as one GPU, so this entry is per GCD: 191.5 TFLOPS, 64 GB HBM2e, 1.6 TB/s; Infinity Fabric between GCDs
       // 50-200 GB/s per direction depending on the pair (Frontier node) -> 100 assumed (no switch).
@@ -131,7 +141,7 @@ const GpuSpec* find_gpu(const std::string& key) {
   static const std::vector<std::pair<std::string, std::string>> aliases = {
       {"t4-16gb", "t4"}, {"l40s-48gb", "l40s"}, {"mi250x-128gb", "mi250x"}, {"mi250x-64gb", "mi250x"},
       {"mi300x-192gb", "mi300x"}, {"h100-sxm-80gb", "h100-sxm5-80gb"}, {"h200-sxm5-141gb", "h200-sxm-141gb"},
-      {"b200-180gb", "b200-sxm-180gb"}};
+      {"b200-180gb", "b200-sxm-180gb"}, {"gb200-186gb", "gb200"}, {"gb300-288gb", "gb300"}};
   std::string k = key;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const auto& [a, b] : aliases)
