@@ -28,11 +28,11 @@ using namespace paratune::accuracy;
 namespace {
 
 const char* kUsage =
-    "usage: accuracy_report MEASUREMENTS.csv [--extra EXTRA.csv]... [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit]";
+    "usage: accuracy_report MEASUREMENTS.csv [--extra EXTRA.csv]... [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit] [--rows-csv FILE]";
 
 struct Args {
   std::vector<std::string> csvs;
-  std::string busbw, out;
+  std::string busbw, out, rows_csv;
   bool fit = false;
 };
 
@@ -43,6 +43,7 @@ bool parse_args(int argc, char** argv, Args* a) {
     else if (s == "--extra" && i + 1 < argc) a->csvs.push_back(argv[++i]);
     else if (s == "--out" && i + 1 < argc) a->out = argv[++i];
     else if (s == "--fit") a->fit = true;
+    else if (s == "--rows-csv" && i + 1 < argc) a->rows_csv = argv[++i];
     else if (s == "--help" || s == "-h") { std::puts(kUsage); std::exit(0); }
     else if (!s.empty() && s[0] == '-') return false;
     else a->csvs.insert(a->csvs.begin(), s);
@@ -97,6 +98,10 @@ int main(int argc, char** argv) {
   if (!args.busbw.empty()) write_busbw(md);
   write_in_sample(md, rep);
   write_every_row(md, rep, held);
+  if (!args.rows_csv.empty() && !write_rows_csv(args.rows_csv, rep, held)) {
+    std::fprintf(stderr, "accuracy_report: cannot write %s\n", args.rows_csv.c_str());
+    return 1;
+  }
 
   if (args.out.empty()) {
     std::cout << md.str();

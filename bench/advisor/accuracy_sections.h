@@ -41,5 +41,7 @@ void write_parameters(std::ostream& md, const Report& rep);
 void write_busbw(std::ostream& md);
 void write_in_sample(std::ostream& md, Report& rep);
 void write_every_row(std::ostream& md, const Report& rep, const HeldOut& held);
+// One CSV line per row with the in-sample prediction's breakdown (analysis aid; false when the file cannot be written).
+bool write_rows_csv(const std::string& path, const Report& rep, const HeldOut& held);
 
 }  // namespace paratune::accuracy

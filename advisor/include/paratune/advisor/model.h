@@ -6,6 +6,7 @@
 
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/plan.h"
+#include "paratune/advisor/resolved.h"
 #include "paratune/advisor/scenario.h"
 
 namespace paratune::advisor {
@@ -73,10 +74,13 @@ double model_flops_per_token(const ModelSpec& m);
 double activation_bytes_per_layer(const ModelSpec& m, int b, int tp, int cp, bool sp, Recompute r, bool flash,
                                   bool fp8 = false);
 
-// Pre-computed scenario constants; evaluate() is then allocation-free (about a microsecond).
+// The scenario resolved once (resolved.h); evaluate() then adds up the model's named terms (advisor/src/model/:
+// compute, collectives, parallel communication, pipeline, once-per-step terms, memory), allocation-free (about a
+// microsecond).
 class Evaluator {
  public:
   Evaluator(const Scenario& s, Framework f, const ModelParams& p = shipped_params());
+  Evaluator(Resolved r, const ModelParams& p);
 
   struct Result {
     double step_s = 0;
@@ -96,8 +100,8 @@ class Evaluator {
   Result evaluate(const Layout& l) const;
 
   // Time of one collective of `bytes` (the full, unsharded buffer) on a group of `k` GPUs whose ranks are `stride`
-  // apart in the global rank order (TP innermost, then CP, DP, PP); `concurrent` = GPUs per node running the same
-  // kind of collective at once (they share the node's NICs).
+  // apart in the global rank order (TP innermost, then CP, DP, PP); concurrent groups of the same kind share the
+  // node's (or multi-node NVLink domain's) NICs.
   double collective_s(Coll c, double bytes, int k, int stride) const;
   // Bus bandwidth (GB/s) such a group achieves for large messages.
   double group_busbw_gbps(int k, int stride, bool allreduce) const;
@@ -108,37 +112,17 @@ class Evaluator {
   double gemm_s(double M, double N, double K, bool linear = true) const;
   static double gemm_shape_factor(double M, double N, double K);
 
-  double capacity_gib() const { return capacity_gib_; }
-  const GpuSpec& gpu() const { return gpu_; }
-  Framework framework() const { return fw_; }
-  const Scenario& scenario() const { return s_; }
+  double capacity_gib() const { return r_.capacity_gib; }
+  const GpuSpec& gpu() const { return r_.gpu; }
+  Framework framework() const { return r_.stack.framework; }
+  const Scenario& scenario() const { return r_.s; }
+  const Resolved& resolved() const { return r_; }
+  const ModelParams& params() const { return p_; }
   double headroom_gib = 0;  // extra reserve per GPU (policy)
 
  private:
-  struct Stage {
-    int layers;
-    bool first, last;
-  };
-  void stage_layers(const Layout& l, int* first, int* mid, int* last) const;
-
-  Scenario s_;
-  Framework fw_;
   ModelParams p_;
-  GpuSpec gpu_;
-  double attn_gain_ = 1;   // the scenario's attention kernel against the framework's default
-  double elt_scale_ = 1;   // elementwise HBM traffic multiplier (torch.compile fuses some)
-  double peak_ = 0;        // FLOP/s, 16-bit
-  double peak_lin_ = 0;    // FLOP/s for linear layers (FP8 gain applied)
-  double hbm_ = 0;         // bytes/s achieved
-  double capacity_gib_ = 0;
-  double node_net_gbps_ = 0;  // achieved NIC aggregate per node, GB/s
-  double nvl_gbps_ = 0, pcie_gbps_ = 0;
-  int G_ = 1, D_ = 1;
-  bool flash_ = true, overlap_dp_ = true, tp_overlap_ = false;
-  // model constants
-  double h_ = 0, a_ = 0, g_ = 0, f_ = 0, V_ = 0, s_len_ = 0, L_ = 0;
-  double P_layer_ = 0, P_emb_ = 0;
-  bool gated_ = false, dropout_ = false, tied_ = false;
+  Resolved r_;
 };
 
 }  // namespace paratune::advisor
