@@ -28,11 +28,12 @@ namespace {
 // H100 80GB = 81559 MiB); the CUDA context is counted by the model, not here. NVLink in GB/s per direction per GPU
 // (data sheets quote bidirectional totals: 600 GB/s for A100 -> 300 per direction).
 GpuSpec G(const char* key, const char* name, GpuArch arch, double bf16, double fp16, double fp8, double mem_gib,
-          double hbm, double nvl, double pcie, bool nvswitch, bool nvls, bool has_bf16, int sms, const char* src) {
+          double hbm, double nvl, double pcie, bool nvswitch, bool nvls, bool has_bf16, int sms, const char* src,
+          bool fast_softmax = false) {
   GpuSpec g;
   g.key = key; g.name = name; g.arch = arch; g.bf16_tflops = bf16; g.fp16_tflops = fp16; g.fp8_tflops = fp8;
   g.memory_gib = mem_gib; g.hbm_tbps = hbm; g.nvlink_gbps = nvl; g.pcie_gbps = pcie; g.nvswitch = nvswitch;
-  g.nvls = nvls; g.bf16 = has_bf16; g.sm_count = sms; g.source = src;
+  g.nvls = nvls; g.bf16 = has_bf16; g.sm_count = sms; g.source = src; g.fast_softmax = fast_softmax;
   return g;
 }
 
@@ -118,7 +119,7 @@ const std::vector<GpuSpec>& table() {
       // NVIDIA GB300 NVL72 data sheet: the same 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity as GB200 (the
       // Ultra adds FP4 rate), 288 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s.
       G("gb300", "GB300 (NVL72)", GpuArch::Blackwell, 2450, 2450, 4900, 285.4, 8.0, 900, 64, true, true, true, 160,
-        "NVIDIA GB300 NVL72 data sheet (BF16/FP8 dense as GB200)"),
+        "NVIDIA GB300 NVL72 data sheet (BF16/FP8 dense as GB200)", true),
       // AMD Instinct MI250X data sheet: 383 TFLOPS BF16 for the package = 2 GCDs; the scheduler allocates one GCD
       // as one GPU, so this entry is per GCD: 191.5 TFLOPS, 64 GB HBM2e, 1.6 TB/s; Infinity Fabric between GCDs
       // 50-200 GB/s per direction depending on the pair (Frontier node) -> 100 assumed (no switch).

@@ -121,7 +121,7 @@ TEST(StackCalibration, TwoStacksOnOneGpuKeepTheirOwnRatios) {
   ASSERT_EQ(mixed.calibration.entries.size(), 1u);
   EXPECT_EQ(mixed.calibration.entries[0].framework, "");
   // pooled, the fit lands between the stacks' 1.0 and 0.6 (in log), so Megatron's jobs are predicted slower
-  EXPECT_LT(mixed.calibration.entries[0].compute_scale, 0.9);
+  EXPECT_LT(mixed.calibration.entries[0].compute_scale, 0.95);  // well away from Megatron's true 1.0
   EXPECT_LT(learned_ratio(samples, Framework::Megatron, mixed.calibration), 0.95);
 }
 

@@ -71,6 +71,8 @@ Scenario scenario_from_json(const json& j) {
   opt_bool(t, "overlap_dp_comm", s.training.overlap_dp_comm);
   opt_bool(t, "compile", s.training.compile);
   opt_bool(t, "tp_comm_overlap", s.training.tp_comm_overlap);
+  opt_bool(t, "grad_reduce_fp32", s.training.grad_reduce_fp32);
+  opt_bool(t, "fp8_param_gather", s.training.fp8_param_gather);
   if (auto a = opt_str(t, "attention"); !a.empty()) s.training.attention = attention_from_string(a);
   if (auto r = opt_str(t, "fp8_recipe"); !r.empty()) s.training.fp8_recipe = fp8_recipe_from_string(r);
   const json& c = obj(j, "cluster");
@@ -136,6 +138,8 @@ json scenario_to_json(const Scenario& s) {
   if (s.training.overlap_dp_comm) training["overlap_dp_comm"] = *s.training.overlap_dp_comm;
   if (s.training.compile) training["compile"] = *s.training.compile;
   if (s.training.tp_comm_overlap) training["tp_comm_overlap"] = *s.training.tp_comm_overlap;
+  if (s.training.grad_reduce_fp32) training["grad_reduce_fp32"] = *s.training.grad_reduce_fp32;
+  if (s.training.fp8_param_gather) training["fp8_param_gather"] = *s.training.fp8_param_gather;
   if (s.training.attention) training["attention"] = to_string(*s.training.attention);
   if (s.training.fp8_recipe) training["fp8_recipe"] = to_string(*s.training.fp8_recipe);
   json cluster = {{"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},

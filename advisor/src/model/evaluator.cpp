@@ -58,6 +58,15 @@ Breakdown assemble(const PerLayer& pl, int Lmax, double head_part, double mb_ove
   return br;
 }
 
+// The host issues a layer's kernels while the GPU runs the previous ones: a layer whose GPU time is shorter than
+// the host's issue time (recompute issues the forward again) waits for the host; the excess is the stack's cost.
+double host_bound_excess(const Resolved& R, const ModelParams& p, const Layout& l, double gpu_layer_s) {
+  const double fwd_share = 1.0 / 3;  // the forward issues about a third of a layer's kernels
+  const double rc = l.recompute == Recompute::Full ? fwd_share : l.recompute == Recompute::Selective ? 0.05 : 0;
+  const double host = p.cpu_layer_us[static_cast<int>(R.stack.framework)] * 1e-6 * (1 + rc);
+  return std::max(0.0, host - gpu_layer_s);
+}
+
 double step_of(const Breakdown& b) {
   return b.compute + b.recompute + b.tp_comm + b.cp_comm + b.pp_bubble + b.pp_comm + b.dp_comm_exposed +
          b.optimizer + b.other;
@@ -76,8 +85,9 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   const TpComm tp = tp_comm(r_, p_, l);
   const double cp = cp_comm_layer(r_, p_, l, lc);
   const double shard = shard_comm_layer(r_, p_, l, lc, rc, tp.per_layer);
-  const PerLayer pl{lc.fwd() + lc.bwd(), rc, tp.per_layer, cp, shard,
-                    p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6};
+  PerLayer pl{lc.fwd() + lc.bwd(), rc, tp.per_layer, cp, shard, 0};
+  pl.stack = host_bound_excess(r_, p_, l, pl.total()) +
+             p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6;
   r.layer_fwd_s = lc.fwd() + tp.per_layer * 2 / tp.count + cp / 3;
   r.layer_bwd_s = lc.bwd() + rc + tp.per_layer * (tp.count - 2) / tp.count + cp * 2 / 3;
 

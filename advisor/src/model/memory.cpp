@@ -19,9 +19,10 @@ StateBytes state_bytes(const Resolved& R, int z, double n_sh) {
   switch (R.stack.framework) {
     case Framework::Megatron:
     case Framework::Nemo:
-      // bf16 params, fp32 main_grad buffer, fp32 master + Adam m, v (Megatron-LM docs: 6 + 12/d with the
-      // distributed optimizer). zero_stage 3 = Megatron-FSDP.
-      b = {2, 4, 12, false};
+      // 16-bit params, the main_grad buffer (fp32, or 16-bit with the optimizer's fp32 copy of its gradient
+      // shard), fp32 master + Adam m, v: Megatron-LM's distributed optimizer doc, 6 + 12/d (bf16 params, fp32
+      // grads) and 4 + 16/d (16-bit grads). zero_stage 3 = Megatron-FSDP.
+      b = {2, R.stack.grad_bytes(), R.stack.grad_fp32 ? 12.0 : 16.0, false};
       if (z >= 1) b.optimizer /= n_sh;
       if (z >= 3) { b.weights /= n_sh; b.grads /= n_sh; b.layer_buffers = true; }
       break;
@@ -43,8 +44,10 @@ StateBytes state_bytes(const Resolved& R, int z, double n_sh) {
       break;
   }
   const bool fp8 = R.s.training.precision == Precision::Fp8;
-  if (fp8 && R.stack.framework != Framework::Fsdp && R.stack.framework != Framework::DeepSpeed)
-    b.weights += z >= 3 ? 1.0 / n_sh : 1.0;  // FP8 weight copies (Transformer Engine, float8 training)
+  if (R.stack.fp8_params)
+    b.weights = z >= 3 ? 1.0 / n_sh : 1.0;  // FP8 primary weights: no 16-bit copy (Transformer Engine fp8_model_init)
+  else if (fp8 && R.stack.framework != Framework::Fsdp && R.stack.framework != Framework::DeepSpeed)
+    b.weights += z >= 3 ? 1.0 / n_sh : 1.0;  // FP8 weight copies beside the 16-bit ones (TE, float8 training)
   return b;
 }
 

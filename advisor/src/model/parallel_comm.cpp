@@ -49,15 +49,15 @@ ShardPattern shard_pattern(const Resolved& R, const Layout& l) {
 // Prefetched one layer ahead: only what exceeds the layer's compute is exposed.
 double shard_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& lc,
                         double recompute, double tp_layer) {
-  const Framework fw = R.stack.framework;
   const int z = l.zero_stage;
   const int nsh = l.shard_group > 0 ? l.shard_group : l.dp * l.cp;
   const auto [per_mb_ag, per_mb_rs] = shard_pattern(R, l);
   if (nsh <= 1 || !(per_mb_ag || per_mb_rs || z >= 3)) return 0;
-  const double grad_bytes = fw == Framework::DeepSpeed ? 2 : 4;  // per parameter in reduce-scatters
   const double layer_param = R.m.P_layer / l.tp;
-  const double ag = per_mb_ag ? collective_s(R, p, Coll::AllGather, layer_param * 2, nsh, l.tp) : 0;
-  const double rs = per_mb_rs || z >= 3 ? collective_s(R, p, Coll::ReduceScatter, layer_param * grad_bytes, nsh, l.tp) : 0;
+  const double ag = per_mb_ag ? collective_s(R, p, Coll::AllGather, layer_param * R.stack.gather_bytes(), nsh, l.tp) : 0;
+  const double rs = per_mb_rs || z >= 3
+                        ? collective_s(R, p, Coll::ReduceScatter, layer_param * R.stack.grad_bytes(), nsh, l.tp)
+                        : 0;
   const double fwd_window = lc.fwd() + tp_layer / 2, bwd_window = lc.bwd() + recompute + tp_layer / 2;
   return exposed(R, p, ag, fwd_window) + exposed(R, p, (z >= 3 ? ag : 0) + rs, bwd_window);
 }

@@ -8,16 +8,16 @@ namespace paratune::advisor {
 
 namespace {
 
-// The attention kernel against the framework's default, which the fitted attn_eff_rel describes: Megatron-Core and
-// NeMo run cuDNN fused attention (FlashAttention-3 class on Hopper/Blackwell), the PyTorch stacks FlashAttention-2
-// through SDPA. Only Hopper and Blackwell have the faster kernels.
-double attention_factor(const TrainingSpec& t, Framework f, GpuArch arch, const ModelParams& p) {
-  const bool fast_arch = arch == GpuArch::Hopper || arch == GpuArch::Blackwell;
-  if (!fast_arch || !t.attention || *t.attention == Attention::None) return 1.0;
+// The attention kernel's speed relative to the fitted attn_eff_rel, which describes the fastest fused kernel of the
+// GPU: FlashAttention-2 class everywhere before Hopper; on Hopper and Blackwell FlashAttention-3 / cuDNN fused
+// attention (wgmma, TMA), which FlashAttention-2 does not use and runs 1/fa3_gain as fast (Shah et al. 2024).
+// Defaults: Megatron-Core and NeMo run cuDNN fused attention, the PyTorch stacks FlashAttention-2 through SDPA.
+double attention_factor(const TrainingSpec& t, Framework f, const GpuSpec& g, const ModelParams& p) {
+  const bool fast_arch = g.arch == GpuArch::Hopper || g.arch == GpuArch::Blackwell;
+  if (!fast_arch || t.attention == Attention::None) return 1.0;
   const bool default_fast = f == Framework::Megatron || f == Framework::Nemo;
-  const bool asks_fast = *t.attention == Attention::Flash3 || *t.attention == Attention::Cudnn;
-  if (asks_fast == default_fast) return 1.0;
-  return asks_fast ? p.fa3_gain : 1.0 / p.fa3_gain;
+  const bool fast = t.attention ? *t.attention == Attention::Flash3 || *t.attention == Attention::Cudnn : default_fast;
+  return (fast ? 1.0 : 1.0 / p.fa3_gain) * (g.fast_softmax ? p.ultra_attn_gain : 1.0);
 }
 
 // The FP8 recipe against per-tensor scaling (which the fitted fp8_linear_gain describes).
@@ -39,7 +39,8 @@ double node_network_gbps(const ClusterSpec& c, const ModelParams& p) {
   return std::max(0.1, line * p.fabric_eff[static_cast<int>(c.fabric)] * path * (c.rail_aligned ? 1.0 : 0.9));
 }
 
-StackProfile stack_profile(const Scenario& s, Framework f, GpuArch arch, const ModelParams& p) {
+StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, const ModelParams& p) {
+  const GpuArch arch = g.arch;
   StackProfile st;
   st.framework = f;
   st.megatron_core = f == Framework::Megatron || f == Framework::Nemo;
@@ -48,11 +49,16 @@ StackProfile stack_profile(const Scenario& s, Framework f, GpuArch arch, const M
   // attention is the unfused kernel whatever the scenario says (FlashAttention-2 README: Ampere, Ada, Hopper).
   st.flash = s.training.flash_attention.value_or(true) && has_flash_attention(arch) &&
              s.training.attention != Attention::None;
-  st.attn_gain = attention_factor(s.training, f, arch, p);
-  st.elt_scale = p.elt_scale * (s.training.compile.value_or(false) && st.pytorch_native ? p.compile_elt_scale : 1.0);
+  st.attn_gain = attention_factor(s.training, f, g, p);
+  const bool eager = !st.megatron_core;
+  const bool compiled = s.training.compile.value_or(false) && st.pytorch_native;
+  st.elt_scale = p.elt_scale * (eager ? p.eager_elt_factor : 1.0) * (compiled ? p.compile_elt_scale : 1.0);
   st.overlap_dp = s.training.overlap_dp_comm.value_or(true);
   // TP comm/GEMM overlap: Megatron-Core/NeMo (userbuffers) and torchtitan (async TP) on Hopper and Blackwell; on by
   // default where it exists unless the scenario says tp_comm_overlap = false.
+  st.grad_fp32 = s.training.grad_reduce_fp32.value_or(st.pytorch_native);
+  st.fp8_params = s.training.precision == Precision::Fp8 && st.megatron_core &&
+                  s.training.fp8_param_gather.value_or(false);
   st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan) &&
                   (arch == GpuArch::Hopper || arch == GpuArch::Blackwell) &&
                   s.training.tp_comm_overlap.value_or(st.overlap_dp);
@@ -92,7 +98,7 @@ Resolved resolve(const Scenario& s, Framework f, const ModelParams& p) {
   R.nvl_gbps = g.nvlink_gbps * p.nvlink_eff;
   R.pcie_gbps = std::max(1.0, g.pcie_gbps * p.pcie_eff);
   R.node_net_gbps = node_network_gbps(s.cluster, p);
-  R.stack = stack_profile(s, f, g.arch, p);
+  R.stack = stack_profile(s, f, g, p);
   R.m = model_dims(s.model);
   return R;
 }

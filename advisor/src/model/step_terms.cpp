@@ -25,7 +25,7 @@ double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l,
   const double psi = stage_params(R, l);
   const double stage_bwd = Lmax * (lc.bwd() + recompute) / v;
   const double stage_fwd = Lmax * lc.fwd() / v;
-  const double gbytes = R.stack.megatron_core || R.stack.pytorch_native ? 4 : 2;
+  const double gbytes = R.stack.grad_bytes(), pbytes = R.stack.gather_bytes();
   const auto [per_mb_ag, per_mb_rs] = shard_pattern(R, l);
   if (l.shard_group > 0 && l.shard_group < ndp && z >= 2) {
     const double ar = collective_s(R, p, Coll::AllReduce, psi * gbytes / l.shard_group, ndp / l.shard_group,
@@ -35,9 +35,9 @@ double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l,
   if (z == 0) return exposed(R, p, collective_s(R, p, Coll::AllReduce, psi * gbytes, ndp, t), stage_bwd);
   if (z == 1 || (z == 2 && !per_mb_rs))
     return exposed(R, p, collective_s(R, p, Coll::ReduceScatter, psi * gbytes, ndp, t), stage_bwd) +
-           exposed(R, p, collective_s(R, p, Coll::AllGather, psi * 2, ndp, t), stage_fwd);
+           exposed(R, p, collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t), stage_fwd);
   // ZeRO-2 / shard-grad-op: gradients reduced per micro-batch (shard_comm_layer), params gathered per step.
-  if (z == 2 && !per_mb_ag) return exposed(R, p, collective_s(R, p, Coll::AllGather, psi * 2, ndp, t), stage_fwd);
+  if (z == 2 && !per_mb_ag) return exposed(R, p, collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t), stage_fwd);
   return 0;
 }
 

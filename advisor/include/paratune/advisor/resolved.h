@@ -21,6 +21,10 @@ struct StackProfile {
   bool tp_overlap = false;    // TP communication overlapped with GEMMs (userbuffers, async TP)
   bool megatron_core = true;  // Megatron-LM or NeMo (fused kernels, distributed optimizer semantics)
   bool pytorch_native = false;  // FSDP or torchtitan (per-parameter sharding, fp32 sharded parameters)
+  bool grad_fp32 = false;     // gradients accumulated and reduced in fp32 (else in the 16-bit parameter dtype)
+  bool fp8_params = false;    // FP8 primary weights, gathered in FP8 (Megatron-Core with fp8_param_gather)
+  double grad_bytes() const { return grad_fp32 ? 4 : 2; }
+  double gather_bytes() const { return fp8_params ? 1 : 2; }  // per parameter in a parameter all-gather
 };
 
 struct ModelDims {
