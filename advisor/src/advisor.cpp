@@ -338,7 +338,9 @@ void search_framework(const Scenario& s, Framework f, const Evaluator& ev, const
   for (int tp : divisors(N)) {
     if ((!model_parallel_ok && tp > 1) || st.out_of_time) break;
     if ((c.tp && *c.tp != tp) || (limits.max_tp && tp > limits.max_tp) || s.model.heads % tp || kv % tp) continue;
-    if (!limits.allow_tp_beyond_nvlink && tp > 1 && tp > domain) continue;
+    // TP inside a node is searched at its real cost (NVLink, or PCIe / bridges where the domain is smaller);
+    // across nodes only when the limits allow it.
+    if (!limits.allow_tp_beyond_nvlink && tp > 1 && tp > std::max(domain, s.cluster.gpus_per_node)) continue;
     for (int pp : divisors(N / tp)) {
       if ((!model_parallel_ok && pp > 1) || pp > s.model.layers || st.out_of_time) break;
       bool even = true;

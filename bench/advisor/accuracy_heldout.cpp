@@ -88,8 +88,9 @@ void write_out_of_sample(std::ostream& md, Report& rep, const HeldOut& held) {
   md << "### Leave one framework out\n\n";
   table_by(md, rep, kStack, held.stack, "framework", &stk);
   md << "nanotron rows run as the model's PyTorch-native stack (`torchtitan`: eager kernels, FlashAttention-2, no "
-        "TP overlap); held out, that stack's compute efficiency and per-layer overhead come from the Composer FSDP "
-        "rows alone, and the other way round.\n\n";
+        "TP overlap); held out, the eager stacks' terms come from the Composer FSDP rows (A100) alone and "
+        "`eager_hopper_eff`, which only H100 rows of an eager stack constrain, stays at its prior; and the other way "
+        "round.\n\n";
   Stats prior;
   for (size_t i = 0; i < rep.rows.size(); ++i)
     if (!rep.rows[i].rank_only) prior.add(throughput_error(rep.rows[i], held.prior[i]));

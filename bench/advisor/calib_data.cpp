@@ -397,14 +397,14 @@ FitSpec fit_spec() {
   // per-layer overhead (eager kernels, no CUDA graphs): fitted on Composer FSDP (A100) and nanotron (H100) rows.
   f.names = {"gemm_eff_ampere", "hopper_vs_ampere", "blackwell_vs_hopper", "fp8_linear_gain", "attn_eff_rel",
              "elt_scale", "overlap_interference", "mb_overhead_us", "tp_overlap", "eager_compute_eff",
-             "eager_cpu_layer_us", "eager_elt_factor", "mcore_cpu_layer_us", "eager_layer_us", "ultra_attn_gain"};
+             "eager_cpu_layer_us", "eager_elt_factor", "mcore_cpu_layer_us", "eager_layer_us", "ultra_attn_gain", "eager_hopper_eff"};
   // Priors: GEMM efficiencies of large cuBLAS GEMMs (0.8 A100; Hopper and Blackwell reach a lower fraction of a
   // higher peak); FP8 on linear layers 1.2-1.5x end to end (Megatron-Bridge performance guide); host issue time
-  // ~100 eager kernels x ~10 us per layer and micro-batch (Megatron-Core/TE: ~4x fewer); eager elementwise
+  // ~120 eager ops x ~20 us per layer and micro-batch (Megatron-Core/TE: ~4x fewer at ~10 us); eager elementwise
   // traffic ~2x the fused kernels'. Bounds keep each term physical (an FP8 linear layer cannot run 2x: casts).
-  f.prior = {0.80, 0.80, 0.90, 1.5, 0.65, 1.0, 0.15, 300, 0.5, 1.0, 1000, 2.0, 250, 100, 1.5};
-  f.lo = {0.40, 0.50, 0.50, 1.1, 0.25, 0.3, 0.02, 20, 0.05, 0.60, 100, 1.0, 30, 5, 1.0};
-  f.hi = {0.98, 1.10, 1.30, 1.9, 1.20, 4.0, 0.80, 3000, 0.95, 1.05, 5000, 5.0, 2000, 3000, 2.0};
+  f.prior = {0.80, 0.80, 0.90, 1.5, 0.65, 1.0, 0.15, 300, 0.5, 1.0, 2500, 2.0, 250, 100, 2.0, 0.8};
+  f.lo = {0.40, 0.50, 0.50, 1.1, 0.25, 0.3, 0.02, 20, 0.05, 0.60, 100, 1.0, 30, 5, 1.0, 0.4};
+  f.hi = {0.98, 1.10, 1.30, 1.9, 1.20, 4.0, 0.80, 3000, 0.95, 1.05, 20000, 5.0, 2000, 3000, 2.0, 1.05};
   return f;
 }
 
@@ -434,6 +434,7 @@ ModelParams apply_params(const ModelParams& base, const std::vector<double>& x) 
   p.eager_elt_factor = x[11];
   for (Framework fw : {Framework::Megatron, Framework::Nemo}) p.cpu_layer_us[int(fw)] = x[12];
   p.ultra_attn_gain = x[14];
+  p.eager_hopper_eff = x[15];
   return p;
 }
 
@@ -443,7 +444,7 @@ std::vector<double> extract(const ModelParams& p) {
   return {a, hop / a, p.gemm_eff[int(GpuArch::Blackwell)] / hop, p.fp8_linear_gain, p.attn_eff_rel, p.elt_scale,
           p.overlap_interference, p.mb_overhead_us, p.tp_overlap, p.stack_compute_eff[eager],
           p.cpu_layer_us[eager], p.eager_elt_factor, p.cpu_layer_us[int(Framework::Megatron)],
-          p.layer_overhead_us[eager], p.ultra_attn_gain};
+          p.layer_overhead_us[eager], p.ultra_attn_gain, p.eager_hopper_eff};
 }
 
 namespace {

@@ -60,11 +60,15 @@ TEST(PublishedRows, ChosenRunsArePredictedWithinTheReportedTolerance) {
   std::string error;
   const auto rows = calib::load_rows(extra_csv(), &error);
   struct Pin { const char* id; double tolerance; };
+  // Tolerances: the held-out source's MAPE in docs/accuracy.md, rounded up (H 6.5 %, I 18.1 %, G 15.9 %).
   const Pin pins[] = {
-      {"DGXC-24.11.1-H100-LLAMA3-70B-BF16-64g", 0.15},   // NeMo, BF16, H100
-      {"DGXC-24.11.1-H100-LLAMA3-70B-FP8-64g", 0.15},    // NeMo, FP8 delayed, H100
-      {"USP25-8B-1n-dp4-tp2-pp1-mbs1-z1", 0.25},         // nanotron, BF16, H100, one node
-      {"MB-26.06-GB200-LLAMA3.1-405B-FP8-256g", 0.25},   // Megatron-Core, FP8, GB200 NVL72
+      {"DGXC-24.11.1-H100-LLAMA3-70B-BF16-64g", 0.10},   // NeMo, BF16, H100
+      {"DGXC-24.11.1-H100-LLAMA3-70B-FP8-64g", 0.10},    // NeMo, FP8 delayed, H100
+      {"DGXC-25.05.05-GB200-LLAMA3.1-405B-BF16-256g", 0.20},  // NeMo, BF16, GB200 NVL72
+      {"USP25-8B-1n-dp4-tp2-pp1-mbs1-z1", 0.20},         // nanotron, BF16, H100, one node
+      {"USP25-3B-16n-dp32-tp4-pp1-mbs8-z0", 0.20},       // nanotron, BF16, H100, 16 nodes
+      {"MB-26.06-GB200-LLAMA3.1-405B-FP8-256g", 0.20},   // Megatron-Core, FP8, GB200 NVL72
+      {"MB-26.04-GB300-LLAMA3.1-405B-FP8-256g", 0.20},   // Megatron-Core, FP8, GB300 NVL72
   };
   for (const auto& pin : pins) {
     const auto* r = find_row(rows, pin.id);

@@ -84,7 +84,10 @@ Resolved resolve(const Scenario& s, Framework f, const ModelParams& p) {
   R.gpu = effective_gpu(s.cluster);
   const GpuSpec& g = R.gpu;
   const int arch = static_cast<int>(g.arch);
-  const double eff = p.gemm_eff[arch] * p.stack_compute_eff[static_cast<int>(f)];
+  const bool eager_on_hopper = f != Framework::Megatron && f != Framework::Nemo &&
+                               (g.arch == GpuArch::Hopper || g.arch == GpuArch::Blackwell);
+  const double eff = p.gemm_eff[arch] * p.stack_compute_eff[static_cast<int>(f)] *
+                     (eager_on_hopper ? p.eager_hopper_eff : 1.0);
   const double peak16 = (s.training.precision == Precision::Fp16 ? g.fp16_tflops : g.bf16_tflops) * 1e12;
   R.peak = peak16 * eff;
   R.peak_lin = R.peak;
