@@ -145,10 +145,7 @@ def megatron_deepspeed(src):
     for a in args.values():
         a["readers"] = modern.get(a["dest"], 0)
     # DeepSpeed's own launcher arguments (--deepspeed, --deepspeed_config) come from deepspeed.add_config_arguments.
-    return {"arguments": args, "rules": rules(src, [path], {
-        "layers_divisible_by_pipeline": r"num_layers\s*%\s*args\.transformer_pipeline_model_parallel_size\s*==\s*0",
-        "tp_comm_overlap_needs_sequence_parallel": r"sequence_parallel.*overlap",
-    })}
+    return {"arguments": args}
 
 
 def nemo(src, mcore):
@@ -172,6 +169,9 @@ def nemo(src, mcore):
         keys.setdefault("data." + k, {"type": v["type"]})
     for k, v in tconf.items():
         keys["model.config." + k] = {"type": v["type"], **({"choices": v["choices"]} if "choices" in v else {})}
+    # The recipe's model config is NeMo's GPTConfig(TransformerConfig): its own fields (seq_length, ...) too.
+    for k, v in dataclass_fields(src, "nemo/collections/llm/gpt/model/base.py", "GPTConfig").items():
+        keys.setdefault("model.config." + k, {"type": v["type"]})
     for k, v in ddp.items():
         keys["trainer.strategy.ddp." + k] = {"type": v["type"], **({"choices": v["choices"]} if "choices" in v else {})}
     for k, v in optim.items():
@@ -215,6 +215,11 @@ def string_constants(src, path):
 
 def deepspeed(src):
     top = set(string_constants(src, "deepspeed/runtime/constants.py").values())
+    for extra in ("deepspeed/runtime/zero/constants.py", "deepspeed/runtime/zero/config.py"):
+        if src.exists(extra):  # ZERO_OPTIMIZATION = "zero_optimization" lives with the ZeRO config
+            top |= {v for k, v in string_constants(src, extra).items() if k == "ZERO_OPTIMIZATION"}
+    if "activation_checkpointing" in string_constants(src, "deepspeed/runtime/activation_checkpointing/config.py").values():
+        top.add("activation_checkpointing")
     zero = pydantic_keys(src, "deepspeed/runtime/zero/config.py", "DeepSpeedZeroConfig")
     prec = {}
     if src.exists("deepspeed/runtime/precision_config.py"):
@@ -232,7 +237,8 @@ def deepspeed(src):
         "autotp_rejects_zero3": r"autotp.*zero_stage = 3|zero_optimization_stage\(\s*\)\s*<=\s*2"})
     config_src = src.read("deepspeed/runtime/config.py")
     world = re.findall(r"self\.world_size = (mpu\.get_data_parallel_world_size\(\))", config_src)
-    return {"top_level_keys": sorted(top), "zero_optimization": zero, "precision": prec,
+    launcher = argparse_arguments(src, "deepspeed/__init__.py")  # deepspeed.add_config_arguments
+    return {"top_level_keys": sorted(top), "launcher_arguments": launcher, "zero_optimization": zero, "precision": prec,
             "activation_checkpointing": sorted(ac), "rules": {**cfg_rules, **eng_rules},
             "world_size_with_mpu": world[0] if world else None}
 
