@@ -19,7 +19,7 @@ cp "\$PARATUNE_ARGS" fsdp.json
 cp "\$(dirname "\$PARATUNE_PLAN")/torchrun.args" torchrun.args
 # The test node's name (ptnode) is Slurm's, not in /etc/hosts: a private hosts file in a private mount namespace
 # stands in for the cluster's name service, for this job only.
-printf '127.0.0.1 localhost %s\n' "\$PARATUNE_MASTER_ADDR" > hosts
+printf '127.0.0.1 %s %s localhost\n' "\$PARATUNE_MASTER_ADDR" "\$(hostname)" > hosts
 # --redirects/--tee: Debian's torchrun 1.13 on Python 3.11 cannot parse their default "0" (IntFlag iteration).
 exec unshare -m sh -c 'mount --bind "$WORK/hosts" /etc/hosts && exec "$PARATUNE_CLI" run -- /usr/bin/torchrun \
   \$(cat torchrun.args) --redirects=1 --tee=1 --log_dir="$WORK/torchrun-logs" fsdp_train.py fsdp.json 6' > train.out 2>&1
