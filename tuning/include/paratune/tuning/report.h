@@ -75,8 +75,8 @@ constexpr double kDefaultSuspectThreshold = 0.7;
 bool is_suspect(double ratio, double threshold = kDefaultSuspectThreshold);
 
 // How far a healthy job may fall short of an uncalibrated prediction. docs/accuracy.md, "Leave one source out":
-// predicting runs of a source the parameters were not fitted to, the model is optimistic by at most +23 % for 95 %
-// of the runs and +70 % for 99 % (MAPE 10.9 %). A site's own stack is out of sample in the same way: a healthy job
+// predicting runs of a source the parameters were not fitted to, the model is optimistic by at most +21 % for 95 %
+// of the runs and +70 % for 99 % (MAPE 9.7 %). A site's own stack is out of sample in the same way: a healthy job
 // may run at 1 / 1.70 = 0.59 of the prediction. The policy's threshold is widened by 40 % (0.7 -> 0.7 x (1 - 0.4)
 // = 0.42, below 0.59) until a calibration entry covers the job. docs/tuning-log.md.
 constexpr double kDefaultUncalibratedError = 0.4;
