@@ -423,7 +423,8 @@ Setup setup_for(bool explaining) {
                  "also search megatron, deepspeed, fsdp and torchtitan, not only [training] framework");
     app.add_option("--framework-args", a->framework_args,
                    "also print these frameworks' arguments (comma-separated), each from a plan made for\n"
-                   "that framework at its default version; only the plan's own framework is printed otherwise")
+                   "that framework at its default version (with --policy: the site's); otherwise only the\n"
+                   "plan's own framework is printed")
         ->type_name("LIST")
         ->delimiter(',')
         ->check(options::parsed_by([](const std::string& v) { framework_from_string(v); }));
