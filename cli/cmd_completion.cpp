@@ -117,7 +117,7 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
   describe(app, kDescription);
   app.footer("exit status: 0 ok, 2 an unknown shell");
   app.add_option("shell", *shell, "the shell (bash)")->type_name("SHELL")->required()->check(CLI::IsMember({"bash"}));
-  return [&app] {
+  return [&app, shell] {  // `shell` lives as long as the option that writes into it is used
     std::fputs(bash_script(*app.get_parent()).c_str(), stdout);
     return int(kOk);
   };

@@ -39,6 +39,8 @@ check "site default: the job log records the policy's change" \
 check "site default: the tuning log's framework, framework_version and scenario say core_v0.14" \
   test "$(tuning_field "$job" "r['framework'], r['framework_version'], r['scenario']['training']['framework_version']")" \
   = "megatron core_v0.14 core_v0.14"
+check "site default: the tuning log's policy_changes name it (the control for the user's case below)" \
+  test "$(tuning_field "$job" "any('version core_v0.14' in c['what'] for c in r['policy_changes'])")" = True
 check "site default: \$PARATUNE_ARGS is the Megatron argument file" grep -q -- "--tensor-model-parallel-size" "$WORK/args.txt"
 
 job=$(run_batch "$WORK/job.sh" --gpus=8 -p gpu --paratune=llama3-8b,gbs=64)
