@@ -145,7 +145,9 @@ double Evaluator::group_busbw_gbps(int k, int stride, bool allreduce) const {
   if (nodes <= 1) return intra;
   // Between nodes the G/per_node groups of this kind that run at once share the node's NICs (rail-aligned ring:
   // busbw = NIC aggregate when the whole node is in one group, nccl #812: 192 GB/s on 8x HDR).
-  const double net = node_net_gbps_ * per_node / G_;
+  double net = node_net_gbps_ * per_node / G_;
+  // Leaf switches of the allocation (placement.h): rings whose hops leave a leaf share its uplinks.
+  if (s_.cluster.placement) net *= placement_bandwidth_factor(*s_.cluster.placement, nodes, std::max(1, stride / G_));
   return std::min(net, per_node > 1 ? intra : 1e9);
 }
 

@@ -6,6 +6,7 @@
 
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/scenario_toml.h"
+#include "paratune/probe/detail.h"
 
 namespace paratune::job {
 
@@ -68,6 +69,10 @@ advisor::ClusterSpec cluster_from_topology(const probe::Topology& topo, const Al
     c.nvlink_domain = std::max(c.nvlink_domain, n);
   }
   if (topo.nvlink_gbps_per_gpu) c.nvlink_gbps = *topo.nvlink_gbps_per_gpu;
+  if (topo.nvlink_domain_span > c.gpus_per_node)
+    notes.push_back("NVLink spans " + std::to_string(topo.nvlink_domain_span) + " GPUs across nodes (" + c.gpu +
+                    "); planned with this node's " + std::to_string(c.nvlink_domain) +
+                    " (whether the job's nodes share one NVLink domain is not known here)");
 
   // Compute NICs: active (or of unknown state, as in XML dumps) and not storage/management.
   double min_rate = 0;
@@ -157,8 +162,30 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.mbs) s.parallel.micro_batch = *spec.mbs;
   if (spec.zero) s.parallel.zero_stage = *spec.zero;
   if (spec.recompute) s.parallel.recompute = advisor::recompute_from_string(*spec.recompute);
-  advisor::validate(s);
+  // A GPU the probe could not name (an NCCL file without device ids) is validated after the site policy, whose
+  // facts.gpu may name it (decide()).
+  if (advisor::is_gpu_key(s.cluster.gpu)) advisor::validate(s);
   return s;
+}
+
+void resolve_nvlink_assumption(const probe::Topology& topo, bool policy_sets_domain, advisor::ClusterSpec& c,
+                               std::vector<std::string>& notes) {
+  if (!topo.nvlink_unknown || policy_sets_domain) return;
+  const auto* m = probe::detail::find_gpu_model_by_key(c.gpu);
+  using Info = probe::detail::GpuModelInfo;
+  if (m && (m->fabric == Info::Switch || m->fabric == Info::Xgmi)) {
+    c.nvlink_domain = c.gpus_per_node;
+    notes.push_back("NVLink domain: the topology source does not say; assumed from the GPU model " + c.gpu + " (" +
+                    (m->fabric == Info::Switch ? "NVSwitch" : "xGMI") + "): all " + std::to_string(c.gpus_per_node) +
+                    " GPUs of the node");
+  } else if (m) {
+    notes.push_back("NVLink domain: the topology source does not say; " + c.gpu +
+                    (m->fabric == Info::Mesh ? " has an NVLink mesh per socket, planned as PCIe-only"
+                                             : " is a PCIe part: planned as PCIe-only"));
+  } else {
+    notes.push_back("NVLink domain unknown (GPU model " + c.gpu +
+                    "): planned as PCIe-only; the site policy's facts.gpu or facts.nvlink_domain would settle it");
+  }
 }
 
 }  // namespace paratune::job
