@@ -207,17 +207,20 @@ std::vector<std::pair<std::string, std::string>> decision_files(const Decision& 
   const auto args = advisor::framework_args(d.scenario, d.plan);
   auto line = [](const std::string& s) { return s.empty() || s.back() == '\n' ? s : s + "\n"; };
   // A file name or note with invalid UTF-8 (user input) must not stop the plan files: replace, never throw.
-  std::string hostfile;
-  if (d.fabric)
-    for (const auto& n : d.fabric->node_order) hostfile += n + "\n";
-  return {{"plan.json", decision_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"},
-          {"hostfile", hostfile},
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"plan.json", decision_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"},
           {"megatron.args", line(args.megatron)},
           {"nemo.args", line(args.nemo)},
           {"deepspeed.json", line(args.deepspeed_json)},
           {"torchtitan.toml", line(args.torchtitan_toml)},
           {"fsdp.args", line(args.fsdp)},
           {"torchrun.args", line(args.torchrun)}};
+  if (d.fabric) {  // several nodes under Slurm's leaf switches: one node per line, in rank order
+    std::string hostfile;
+    for (const auto& n : d.fabric->node_order) hostfile += n + "\n";
+    files.push_back({"hostfile", hostfile});
+  }
+  return files;
 }
 
 }  // namespace paratune::job

@@ -69,6 +69,7 @@ json collect_node_checks(int jobs_dirfd, const std::string& job_id) {
   const int dup = ::fcntl(jobs_dirfd, F_DUPFD_CLOEXEC, 0);
   std::unique_ptr<DIR, DirCloser> dir(dup >= 0 ? ::fdopendir(dup) : nullptr);
   if (!dir && dup >= 0) ::close(dup);
+  if (dir) ::rewinddir(dir.get());  // the duplicate shares the caller's offset, which an earlier listing moved
   std::vector<std::string> names;
   while (dir && names.size() < kMaxNodeChecks) {
     const dirent* e = ::readdir(dir.get());

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -282,7 +283,8 @@ void check_xml_in_child(const HwlocSource& src) {
 
 // hwloc's minimalistic XML parser (used when Debian's libhwloc-plugins, with the libxml2 backend, is absent)
 // cannot read comments, and real files carry their licence as one (the NIXL B200 dump: an SPDX block). Comments
-// in the prolog, before the root <topology> element, are removed; everything from the root on is left as it is.
+// in the prolog, before the root <topology> element, are removed with the white space after them (that parser
+// also fails on the blank lines they would leave); everything from the root on is left as it is.
 std::string without_prolog_comments(const std::string& text) {
   const size_t root = text.find("<topology");
   if (root == std::string::npos || text.find("<!--") >= root) return text;
@@ -295,6 +297,8 @@ std::string without_prolog_comments(const std::string& text) {
     if (close == std::string::npos || close >= root) break;  // malformed: leave it for hwloc to refuse
     out.append(text, i, open - i);
     i = close + 3;
+    // The minimalistic parser also wants the prolog's lines as hwloc writes them: no blank line left behind.
+    while (i < root && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
   }
   out.append(text, i, std::string::npos);
   return out;

@@ -74,8 +74,11 @@ TEST(ModernFixtures, B200WithLicenceCommentLoadsAndPairs) {
   const auto n75 = nearest(gpu_at(t, "75"));
   EXPECT_EQ(n75.size(), 4u);
   EXPECT_TRUE(n75.count("rdmap113s0") && n75.count("rdmap114s0"));
-  for (const auto& n : t.nics)
-    if (n.vendor_id == 0x15b3) EXPECT_TRUE(n75.count(n.name)) << n.name << " (a CX-7) is nearest to GPU 75";
+  for (const auto& n : t.nics) {
+    if (n.vendor_id == 0x15b3) {
+      EXPECT_TRUE(n75.count(n.name)) << n.name << " (a CX-7) is nearest to GPU 75";
+    }
+  }
   for (const auto& g : t.gpus) EXPECT_EQ(g.nic_path, "PIX") << g.pci_bus_id;
   EXPECT_EQ(t.nvlink_domains, one_domain(8));  // B200 HGX: NVSwitch, from the model
 }

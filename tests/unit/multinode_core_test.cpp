@@ -57,7 +57,7 @@ TEST(HostPattern, ExpandsInTopologyAndCacheOnly) {
 }
 
 TEST(NodeChecks, RecordedPerNodeCollectedOnceByNodeZero) {
-  TempDir dir;
+  fixtures::TempDir dir;
   UniqueFd fd(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY));
   record_node_check(fd.get(), "42", {"mn1", "0", "fpA", "fpA", true});
   record_node_check(fd.get(), "42", {"mn3", "0", "fpB", "fpA", false});
@@ -76,8 +76,8 @@ TEST(NodeChecks, RecordedPerNodeCollectedOnceByNodeZero) {
 
 TEST(HetJob, ComponentsFromSlurmHetSize) {
   EXPECT_EQ(het_job_components(MapEnvironment()), 0);
-  EXPECT_EQ(het_job_components(MapEnvironment({{"SLURM_HET_SIZE", "2"}})), 2);
-  EXPECT_GT(het_job_components(MapEnvironment({{"SLURM_HET_SIZE", "two"}})), 1);  // never plan on a guess
+  EXPECT_EQ(het_job_components(MapEnvironment(std::map<std::string, std::string>{{"SLURM_HET_SIZE", "2"}})), 2);
+  EXPECT_GT(het_job_components(MapEnvironment(std::map<std::string, std::string>{{"SLURM_HET_SIZE", "two"}})), 1);  // never plan on a guess
 }
 
 TEST(FabricPlacement, NodeOrderLeafByLeaf) {
