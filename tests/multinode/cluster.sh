@@ -20,7 +20,7 @@
 #   cluster.sh nodes DIR                   print the node names
 #
 # Layout: DIR/etc (slurm.conf, gres.conf, topology.conf, plugstack.conf, hosts), DIR/log/slurmd-mnI.log,
-# DIR/nodes/mnI/{dev,spool,private,run}, DIR/run/*.pid, DIR/ns.list (the namespaces this cluster owns).
+# DIR/nodes/mnI/{dev,spool,private,run}, DIR/run/*.pid, DIR/work (1777), DIR/ns.list (the namespaces this cluster owns).
 # Each node has its own fake GPU device nodes (mknod; GRES File= wants character devices) and its own probe
 # cache path (plugstack `cache=DIR/nodes/%h/topology.json`, %h = the node's host name). Needs root.
 set -euo pipefail
@@ -115,6 +115,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
 SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 TopologyPlugin=topology/tree
@@ -155,7 +156,7 @@ in_node_namespaces() {
   local private_dst; private_dst=$(cat "$dir/etc/private" 2>/dev/null || true)
   nsenter --net="/run/netns/$ns" -- unshare --uts --mount --propagation private -- /bin/sh -c '
     set -e; hostname "$1"; mount --bind "$2" /etc/hosts
-    if [ -n "$4" ]; then mkdir -p "$4" "$3"; mount --bind "$3" "$4"; fi
+    if [ -n "$3" ] && [ -n "$4" ]; then mkdir -p "$4" "$3"; mount --bind "$3" "$4"; fi
     shift 4; exec "$@"' sh "$host" "$dir/etc/hosts" "$private_src" "$private_dst" "$@"
 }
 
@@ -223,6 +224,7 @@ start() {
     mkdir -p "$dir"/{etc,log,run,state,munge,nodes}
   fi
   echo "$n" > "$dir/etc/nodes"; echo "$private" > "$dir/etc/private"; echo "$leaf" > "$dir/etc/leaf"
+  mkdir -p "$dir/work"; chmod 1777 "$dir/work"   # where tests and people put job scripts (jobs run as any user)
   [ -f "$dir/etc/plugstack.conf" ] || echo "# no plugin yet" > "$dir/etc/plugstack.conf"
   [ -z "$so" ] || write_plugstack "$so" "${args[@]}"
   make_network "$n"

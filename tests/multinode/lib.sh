@@ -23,13 +23,14 @@ plugstack() {  # plugstack ARGS...: the plugin with these arguments (+ an empty 
 }
 plugstack "${BASE_ARGS[@]}"
 
-# Every node gets the same fixture (the DGX-2 dump, 16 V100 on NVSwitch) unless a test says otherwise.
+# Every node gets the same fixture unless a test says otherwise: the AWS p6-b200.48xlarge dump (8 B200 on NVSwitch,
+# 8 EFA + 2 ConnectX-7; modern/README.md), a node with compute NICs, so that inter-node terms are the fabric's.
+NODE_FIXTURE=$FIXTURES/modern/hwloc-xml/nixl-aws-p6-b200.48xlarge-8xb200-8efa-2cx7.xml
 reset_topologies() {
   mkdir -p "$TOPO_DIR"
   local n
   for n in $("$CLUSTER" nodes "$PARATUNE_MN_DIR"); do
-    cmp -s "$FIXTURES/hwloc-xml/hwloc-nvidia-dgx2.xml" "$TOPO_DIR/$n.xml" 2>/dev/null ||
-      install -m 0644 "$FIXTURES/hwloc-xml/hwloc-nvidia-dgx2.xml" "$TOPO_DIR/$n.xml"
+    cmp -s "$NODE_FIXTURE" "$TOPO_DIR/$n.xml" 2>/dev/null || install -m 0644 "$NODE_FIXTURE" "$TOPO_DIR/$n.xml"
   done
 }
 reset_topologies

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A node with another topology (mn3 gets the Azure NDv4 NCCL file, 8 A100, instead of the DGX-2 dump): the srun
+# A node with another topology (mn3 gets the Azure NDv4 NCCL file, 8 A100, instead of the B200 dump): the srun
 # step on mn3 warns in mn3's slurmd log, and node 0's tuning-log line records the mismatch; the nodes with the
 # same fixture do not warn (positive control). The fixture is restored afterwards, also on failure.
 source "$(dirname "$0")/lib.sh"

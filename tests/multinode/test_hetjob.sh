@@ -15,7 +15,11 @@ check "no PARATUNE_* in the batch script" test "$(grep -c '^PARATUNE_' "$WORK/ba
 check "no PARATUNE_* in the srun tasks of both components" test "$(cat "$WORK"/step-mn*.count | sort -u)" = 0
 check "node 0's log says: heterogeneous job, no plan" grep -q "heterogeneous job (2 components).*no plan" <(node_log mn0 "$job")
 check "no tuning-log line" test "$(log_lines_for "$job")" = 0
-job=$(run_batch "$WORK/job.sh" -N2 --gpus-per-node=8 --paratune=llama3-8b)
+cat > "$WORK/plain.sh" <<'JOB'
+#!/bin/bash
+env | grep -E '^(PARATUNE_|SLURM_HET_SIZE=)' | sort > batch-$SLURM_JOB_ID.env
+JOB
+job=$(run_batch "$WORK/plain.sh" -N2 --gpus-per-node=8 --paratune=llama3-8b)
 check "positive control: the homogeneous 2-node job has a plan" test -n "$(env_value "$WORK/batch-$job.env" PARATUNE_TP)"
 check "positive control: and one tuning-log line" test "$(log_lines_for "$job")" = 1
 finish

@@ -22,6 +22,9 @@ tp=$(env_value "$WORK/step-mn0.env" PARATUNE_TP); pp=$(env_value "$WORK/step-mn0
 dp=$(env_value "$WORK/step-mn0.env" PARATUNE_DP); cp=$(env_value "$WORK/step-mn0.env" PARATUNE_CP)
 check "the plan covers 2 nodes x 8 GPUs" test $((tp*pp*dp*cp)) -eq 16
 check "the second srun has the same TP" test "$(cat "$WORK/second-mn1.env")" = "PARATUNE_TP=$tp"
+for n in mn0 mn1; do
+  check "$n decided for step 0 itself (no batch step to inherit from)" grep -q "step 0: .*predicted" <(node_log "$n" "$job")
+done
 check "exactly one tuning-log line for the allocation" test "$(log_lines_for "$job")" = 1
 check "node 0 of step 0 wrote it, for 2 nodes" python3 -c "
 import json,sys; r=json.loads(sys.argv[1]); assert r['host']=='mn0' and r['step_id']=='0' and r['nodes']==2, r" \
