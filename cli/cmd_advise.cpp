@@ -186,6 +186,8 @@ int explain(const Scenario& s, const Plan& plan, const std::vector<std::string>&
     comparisons.push_back({{"framework", to_string(c.framework)}, {"parallel", layout_json(c.layout)},
                            {"slower_by_s", c.prediction.step_time_s - w.step_time_s},
                            {"slower_by_pct", 100 * (c.prediction.step_time_s / w.step_time_s - 1)},
+                           // Faster than the winner: only the tie-break (within 1 %, the simpler layout) put it second.
+                           {"within_tie_break", c.prediction.step_time_s < w.step_time_s},
                            {"memory_gib_per_gpu", c.prediction.memory_gib_per_gpu},
                            {"differences_s", diff}});
   }
@@ -211,9 +213,10 @@ int explain(const Scenario& s, const Plan& plan, const std::vector<std::string>&
   std::printf("\nwhy not the next best (positive = the alternative spends more time there):\n");
   for (size_t i = 0; i < plan.alternatives.size(); ++i) {
     const auto& c = comparisons[i];
-    std::printf("  %zu. %-9s %s: %+.1f %% (%+.3f s)\n", i + 1, c["framework"].get<std::string>().c_str(),
+    std::printf("  %zu. %-9s %s: %+.1f %% (%+.3f s)%s\n", i + 1, c["framework"].get<std::string>().c_str(),
                 layout_text(plan.alternatives[i].layout).c_str(), c["slower_by_pct"].get<double>(),
-                c["slower_by_s"].get<double>());
+                c["slower_by_s"].get<double>(),
+                c["within_tie_break"].get<bool>() ? " faster, but within the 1 % tie-break: the simpler layout won" : "");
     std::vector<std::pair<double, std::string>> terms;
     for (const auto& [k, v] : c["differences_s"].items()) terms.emplace_back(v.get<double>(), k);
     std::sort(terms.begin(), terms.end(),

@@ -1,5 +1,5 @@
-// `paratune calibrate --log FILE -o calibration.toml`: refit the model's efficiency parameters per GPU model and
-// fabric from the site's logged jobs, print the before/after error, write the calibration file that the advisor
+// `paratune calibrate --log FILE -o calibration.toml`: refit the model's efficiency parameters per GPU model,
+// fabric and framework from the site's logged jobs, print the before/after error, write the calibration file that the advisor
 // applies (advisor/calibration_file.h; docs/calibration.md).
 #include <algorithm>
 #include <cstdio>
@@ -23,11 +23,12 @@ const char* kHelp =
     "usage: paratune calibrate --log FILE -o FILE [--min-samples N] [--min-multinode N] [--since DATE]\n"
     "                          [--holdout FRACTION]\n"
     "\n"
-    "Refit the performance model's efficiency parameters from the jobs in a tuning log: for each GPU model and\n"
-    "fabric with at least --min-samples usable jobs (default 5; a job needs its scenario, plan and an achieved\n"
-    "step time), a multiplier on the GEMM efficiency, and with at least --min-multinode multi-node jobs\n"
-    "(default 5) one on the fabric efficiency. Prints the error |achieved/predicted - 1| before and after per\n"
-    "group, and writes the calibration file (TOML) the advisor reads.\n"
+    "Refit the performance model's efficiency parameters from the jobs in a tuning log: for each GPU model,\n"
+    "fabric and framework with at least --min-samples usable jobs (default 5; a job needs its scenario, plan and\n"
+    "an achieved step time, or tokens/s), a multiplier on the GEMM efficiency, and with at least --min-multinode\n"
+    "multi-node jobs (default 5) one on the fabric efficiency. The jobs of frameworks with fewer jobs are pooled\n"
+    "per GPU model and fabric into a framework-less fallback entry. Prints the lines skipped and why, the error\n"
+    "|achieved/predicted - 1| before and after per group, and writes the calibration file (TOML) the advisor reads.\n"
     "\n"
     "  --holdout F      also check the fit honestly: fit on the earliest (1-F) of the jobs by end time and\n"
     "                   report the error on the latest F before and after (the file is still fitted on all)\n"
@@ -92,10 +93,12 @@ int run(const std::vector<std::string>& args) {
   std::vector<LogEntry> selected;
   for (const auto& e : log.entries)
     if (filter.matches(e)) selected.push_back(e);
-  std::vector<std::string> skipped;
+  SkipTally skipped;
+  // Lines the reader could not take at all (listed on stderr above) are skipped lines too.
+  if (log.lines > log.entries.size()) skipped["unreadable line"] = log.lines - log.entries.size();
   std::vector<Sample> samples = usable_samples(selected, o, &skipped);
   std::printf("paratune calibrate: %zu jobs in %s, %zu usable\n", selected.size(), log_path.c_str(), samples.size());
-  for (const auto& s : skipped) std::printf("  %s\n", s.c_str());
+  if (const std::string why = skipped_summary(skipped); !why.empty()) std::printf("  %s\n", why.c_str());
   if (samples.empty()) {
     std::fprintf(stderr, "paratune calibrate: no usable job (each needs scenario, plan and achieved)\n");
     return kNothingFits;
@@ -113,10 +116,15 @@ int run(const std::vector<std::string>& args) {
   }
 
   CalibrationResult r = calibrate(samples, o);
-  std::printf("%-18s %-11s %5s %5s  %-10s %-10s  %s\n", "gpu", "fabric", "jobs", "multi", "err before", "err after", "");
-  for (const auto& g : r.groups)
-    std::printf("%-18s %-11s %5zu %5zu  %-10s %-10s  %s\n", g.gpu.c_str(), g.fabric.c_str(), g.samples, g.multinode,
-                pct(g.before.mean_abs).c_str(), pct(g.after.mean_abs).c_str(), g.note.c_str());
+  std::printf("%-18s %-11s %-10s %5s %5s  %-10s %-10s  %s\n", "gpu", "fabric", "framework", "jobs", "multi",
+              "err before", "err after", "");
+  for (const auto& g : r.groups) {
+    // The fallback pools the stacks with too few jobs of their own; say which.
+    const std::string fw = g.framework.empty() ? "any" : g.framework;
+    const std::string note = g.framework.empty() ? g.note + " [fallback for " + g.stacks + "]" : g.note;
+    std::printf("%-18s %-11s %-10s %5zu %5zu  %-10s %-10s  %s\n", g.gpu.c_str(), g.fabric.c_str(), fw.c_str(),
+                g.samples, g.multinode, pct(g.before.mean_abs).c_str(), pct(g.after.mean_abs).c_str(), note.c_str());
+  }
   std::printf("all usable jobs: mean error %s -> %s, median %s -> %s\n", pct(r.before.mean_abs).c_str(),
               pct(r.after.mean_abs).c_str(), pct(r.before.median_abs).c_str(), pct(r.after.median_abs).c_str());
   r.calibration.generated = now_iso();

@@ -109,6 +109,15 @@ Calibration parse_calibration(std::string_view toml_text, const std::string& ori
                 fail(origin, ev, p + f, ex.what());
               }
             }
+          } else if (f == "framework") {
+            const std::string fw = text(origin, ev, p + f);
+            if (!fw.empty() && fw != "any") {
+              try {
+                e.framework = to_string(framework_from_string(fw));
+              } catch (const std::invalid_argument& ex) {
+                fail(origin, ev, p + f, ex.what());
+              }
+            }
           } else if (f == "compute_scale") {
             e.compute_scale = number(origin, ev, p + f, kScaleMin, kScaleMax);
           } else if (f == "network_scale") {
@@ -123,14 +132,16 @@ Calibration parse_calibration(std::string_view toml_text, const std::string& ori
             e.error_after = number(origin, ev, p + f, 0, 1e6);
           } else {
             fail(origin, ev, p + f,
-                 "unknown key; valid: gpu, fabric, compute_scale, network_scale, samples, multinode_samples, "
+                 "unknown key; valid: gpu, fabric, framework, compute_scale, network_scale, samples, multinode_samples, "
                  "error_before, error_after");
           }
         }
         if (!have_gpu) fail(origin, item, p + "gpu", "missing (the catalog key of the GPU model)");
         for (const auto& other : c.entries)
-          if (other.gpu == e.gpu && other.fabric == e.fabric)
-            fail(origin, item, p + "gpu", "a second entry for " + e.gpu + " / " + (e.fabric.empty() ? "any" : e.fabric));
+          if (other.gpu == e.gpu && other.fabric == e.fabric && other.framework == e.framework)
+            fail(origin, item, p + "gpu",
+                 "a second entry for " + e.gpu + " / " + (e.fabric.empty() ? "any" : e.fabric) + " / " +
+                     (e.framework.empty() ? "any" : e.framework));
         c.entries.push_back(e);
       }
     } else {
@@ -143,7 +154,7 @@ Calibration parse_calibration(std::string_view toml_text, const std::string& ori
 std::string to_toml(const Calibration& c) {
   std::string out =
       "# paratune site calibration (written by `paratune calibrate`; docs/calibration.md).\n"
-      "# Per GPU model and fabric: multipliers on the model's GEMM efficiency and fabric efficiency.\n";
+      "# Per GPU model, fabric and framework: multipliers on the model's GEMM efficiency and fabric efficiency.\n";
   out += "version = " + std::to_string(c.version) + "\n";
   if (!c.generated.empty()) out += "generated = " + quoted(c.generated) + "\n";
   if (!c.source.empty()) out += "source = " + quoted(c.source) + "\n";
@@ -151,6 +162,7 @@ std::string to_toml(const Calibration& c) {
     out += "\n[[entry]]\n";
     out += "gpu = " + quoted(e.gpu) + "\n";
     out += "fabric = " + quoted(e.fabric.empty() ? "any" : e.fabric) + "\n";
+    out += "framework = " + quoted(e.framework.empty() ? "any" : e.framework) + "\n";
     out += "compute_scale = " + num(e.compute_scale) + "\n";
     out += "network_scale = " + num(e.network_scale) + "\n";
     out += "samples = " + std::to_string(e.samples) + "\n";
@@ -161,17 +173,32 @@ std::string to_toml(const Calibration& c) {
   return out;
 }
 
-const CalibrationEntry* find_entry(const Calibration& c, const std::string& gpu, Fabric fabric) {
+namespace {
+
+// The entry of `framework` ("" = the framework-less ones): exact fabric first, then fabric-less.
+const CalibrationEntry* find_in(const Calibration& c, const std::string& gpu, Fabric fabric, const std::string& framework) {
   if (!is_gpu_key(gpu)) return nullptr;
   const std::string key = gpu_spec(gpu).key;
   const std::string fab = to_string(fabric);
   const CalibrationEntry* any = nullptr;
   for (const auto& e : c.entries) {
-    if (e.gpu != key) continue;
+    if (e.gpu != key || e.framework != framework) continue;
     if (e.fabric == fab) return &e;
     if (e.fabric.empty()) any = &e;
   }
   return any;
+}
+
+}  // namespace
+
+const CalibrationEntry* find_entry(const Calibration& c, const std::string& gpu, Fabric fabric, Framework framework) {
+  // The stack's own entry before the shared one: a shared fit is rescaled by the other stacks' jobs.
+  if (const CalibrationEntry* own = find_in(c, gpu, fabric, to_string(framework))) return own;
+  return find_in(c, gpu, fabric, "");
+}
+
+const CalibrationEntry* find_entry(const Calibration& c, const std::string& gpu, Fabric fabric) {
+  return find_in(c, gpu, fabric, "");
 }
 
 ModelParams apply_entry(const CalibrationEntry& e, const Scenario& s, const ModelParams& base) {
@@ -184,7 +211,7 @@ ModelParams apply_entry(const CalibrationEntry& e, const Scenario& s, const Mode
 }
 
 ModelParams calibrated_params(const Calibration& c, const Scenario& s, const ModelParams& base) {
-  const CalibrationEntry* e = find_entry(c, s.cluster.gpu, s.cluster.fabric);
+  const CalibrationEntry* e = find_entry(c, s.cluster.gpu, s.cluster.fabric, s.training.framework);
   return e ? apply_entry(*e, s, base) : base;
 }
 

@@ -260,7 +260,8 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   const toml::table* t = sub(c, root, "training");
   if (!t) throw std::invalid_argument(origin + ":1:1: training: missing [training] table (global_batch is required)");
   check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "overlap_dp_comm", "flash_attention",
-                                  "attention", "fp8_recipe", "compile", "tp_comm_overlap"});
+                                  "attention", "fp8_recipe", "compile", "tp_comm_overlap",
+                                  "grad_reduce_fp32", "fp8_param_gather"});
   if (!get_int(c, *t, "training.", "global_batch", s.training.global_batch, 1, 1L << 30))
     c.fail(*t, "training.global_batch", "missing; give the sequences per optimizer step (e.g. 1024)");
   get_enum(c, *t, "training.", "precision", s.training.precision, precision_from_string);
@@ -270,6 +271,8 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   if (get_bool(c, *t, "training.", "flash_attention", b)) s.training.flash_attention = b;
   if (get_bool(c, *t, "training.", "compile", b)) s.training.compile = b;
   if (get_bool(c, *t, "training.", "tp_comm_overlap", b)) s.training.tp_comm_overlap = b;
+  if (get_bool(c, *t, "training.", "grad_reduce_fp32", b)) s.training.grad_reduce_fp32 = b;
+  if (get_bool(c, *t, "training.", "fp8_param_gather", b)) s.training.fp8_param_gather = b;
   Attention att{};
   if (get_enum(c, *t, "training.", "attention", att, attention_from_string)) s.training.attention = att;
   Fp8Recipe recipe{};

@@ -36,7 +36,7 @@ void apply_fabric(const DecisionInput& in, Decision& d) {
                     " (" + leaves + "), oversubscription " + fixed(p.oversubscription, 2) + " above the leaves (" +
                     (in.policy.facts.leaf_oversubscription ? "site policy facts.leaf_oversubscription"
                                                            : "default: non-blocking") +
-                    "); ranks in node order " + std::to_string(d.scenario.cluster.nodes) + " nodes leaf by leaf");
+                    "); ranks follow the nodes leaf by leaf (PARATUNE_NODE_ORDER)");
   d.scenario.cluster.placement = p;
 }
 
@@ -88,9 +88,14 @@ Decision decide(const DecisionInput& in) {
   auto limits = policies::search_limits(in.policy);
   if (in.calibration) {
     limits.params = advisor::calibrated_params(*in.calibration, d.scenario);
-    if (advisor::find_entry(*in.calibration, d.scenario.cluster.gpu, d.scenario.cluster.fabric))
-      d.notes.push_back("model calibrated for " + d.scenario.cluster.gpu + " on " +
-                        advisor::to_string(d.scenario.cluster.fabric) + " from this site's history");
+    // The same lookup calibrated_params made: the stack's own entry first, then the framework-less one.
+    const auto& c = d.scenario.cluster;
+    if (const auto* e = advisor::find_entry(*in.calibration, c.gpu, c.fabric, d.scenario.training.framework)) {
+      d.calibrated = true;
+      d.notes.push_back("model calibrated for " + c.gpu + " on " + advisor::to_string(c.fabric) +
+                        (e->framework.empty() ? std::string(" (all frameworks)") : " with " + e->framework) +
+                        " from this site's history");
+    }
   }
   apply_fabric(in, d);
   d.plan = advisor::advise(d.scenario, limits);

@@ -39,6 +39,9 @@ struct Decision {
   std::vector<std::string> notes;       // what was assumed or inferred on the way
   std::vector<policies::PolicyChange> policy_changes;  // every change the site policy made, with its reason
   std::optional<FabricPlacement> fabric;  // as given; the node order is the plan's rank order
+  // The prediction used a site calibration entry for the job's (GPU, fabric, framework): at job end the achieved
+  // throughput is judged against it as it is (tuning::SuspectRule), not against a widened threshold.
+  bool calibrated = false;
 };
 
 // The mode for a job: the option, the plugstack defaults and the site policy (which has the last word).

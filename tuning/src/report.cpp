@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace paratune::tuning {
 
@@ -164,7 +165,29 @@ std::optional<double> achieved_ratio(double predicted_step_s, const ReportSummar
 
 bool is_suspect(double ratio, double threshold) { return std::isfinite(ratio) && ratio > 0 && ratio < threshold; }
 
-void add_achieved(json& record, const std::optional<ReportSummary>& s, double threshold,
+double SuspectRule::effective_threshold() const {
+  return calibrated ? threshold : threshold * (1 - std::clamp(uncalibrated_error, 0.0, 1.0));
+}
+
+std::string SuspectRule::basis() const {
+  if (calibrated) return "calibrated";
+  char b[64];
+  std::snprintf(b, sizeof b, "uncalibrated, threshold widened by %.0f %%", 100 * std::clamp(uncalibrated_error, 0.0, 1.0));
+  return b;
+}
+
+SuspectRule suspect_rule_for(const json& record, double threshold) {
+  SuspectRule rule;
+  rule.threshold = threshold;
+  const auto p = record.find("predicted");
+  if (p != record.end() && p->is_object()) {
+    const auto c = p->find("calibrated");
+    rule.calibrated = c != p->end() && c->is_boolean() && c->get<bool>();
+  }
+  return rule;
+}
+
+void add_achieved(json& record, const std::optional<ReportSummary>& s, const SuspectRule& rule,
                   const std::vector<std::string>& nodes) {
   if (!s) {
     record["report"] = "missing";
@@ -181,7 +204,14 @@ void add_achieved(json& record, const std::optional<ReportSummary>& s, double th
   const auto ratio = achieved_ratio(predicted, *s);
   if (!ratio) return;
   record["ratio"] = *ratio;
-  if (is_suspect(*ratio, threshold)) record["suspect"] = {{"threshold", threshold}, {"nodes", nodes}};
+  if (rule.suspect(*ratio))
+    record["suspect"] = {{"threshold", rule.effective_threshold()}, {"policy_threshold", rule.threshold},
+                         {"basis", rule.basis()}, {"nodes", nodes}};
+}
+
+void add_achieved(json& record, const std::optional<ReportSummary>& s, double threshold,
+                  const std::vector<std::string>& nodes) {
+  add_achieved(record, s, suspect_rule_for(record, threshold), nodes);
 }
 
 }  // namespace paratune::tuning

@@ -64,6 +64,12 @@ struct TrainingSpec {
   std::optional<bool> compile;           // torch.compile of the model (FSDP, torchtitan)
   std::optional<bool> tp_comm_overlap;   // TP communication overlapped with GEMMs (Megatron --tp-comm-overlap,
                                          // torchtitan async TP)
+  std::optional<bool> grad_reduce_fp32;  // gradients accumulated and reduced in fp32 (Megatron
+                                         // --accumulate-allreduce-grads-in-fp32 / grad_reduce_in_fp32, FSDP
+                                         // reduce_dtype); default: off for Megatron-Core, NeMo and DeepSpeed (their
+                                         // defaults), on for FSDP and torchtitan (torchtitan's default)
+  std::optional<bool> fp8_param_gather;  // FP8 primary weights, gathered in FP8 (Megatron --fp8-param-gather,
+                                         // NeMo fp8_params); default off
 };
 
 // One compute NIC as the advisor sees it (from the probe or the scenario file).
