@@ -6,7 +6,6 @@
 
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/scenario_toml.h"
-#include "paratune/probe/detail.h"
 
 namespace paratune::job {
 
@@ -171,20 +170,23 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
 void resolve_nvlink_assumption(const probe::Topology& topo, bool policy_sets_domain, advisor::ClusterSpec& c,
                                std::vector<std::string>& notes) {
   if (!topo.nvlink_unknown || policy_sets_domain) return;
-  const auto* m = probe::detail::find_gpu_model_by_key(c.gpu);
-  using Info = probe::detail::GpuModelInfo;
-  if (m && (m->fabric == Info::Switch || m->fabric == Info::Xgmi)) {
-    c.nvlink_domain = c.gpus_per_node;
-    notes.push_back("NVLink domain: the topology source does not say; assumed from the GPU model " + c.gpu + " (" +
-                    (m->fabric == Info::Switch ? "NVSwitch" : "xGMI") + "): all " + std::to_string(c.gpus_per_node) +
-                    " GPUs of the node");
-  } else if (m) {
-    notes.push_back("NVLink domain: the topology source does not say; " + c.gpu +
-                    (m->fabric == Info::Mesh ? " has an NVLink mesh per socket, planned as PCIe-only"
-                                             : " is a PCIe part: planned as PCIe-only"));
-  } else {
+  if (!advisor::is_gpu_key(c.gpu)) {
     notes.push_back("NVLink domain unknown (GPU model " + c.gpu +
                     "): planned as PCIe-only; the site policy's facts.gpu or facts.nvlink_domain would settle it");
+    return;
+  }
+  // The catalog's view of the model (the policy's facts.gpu is a catalog key): NVSwitch parts link all the
+  // node's GPUs, as do AMD's OAM parts through Infinity Fabric; anything else is planned as PCIe-only.
+  const advisor::GpuSpec& g = advisor::gpu_spec(c.gpu);
+  const bool xgmi = g.nvlink_gbps > 0 && (g.key == "mi250x" || g.key == "mi300x");
+  if (g.nvswitch || xgmi) {
+    c.nvlink_domain = c.gpus_per_node;
+    notes.push_back("NVLink domain: the topology source does not say; assumed from the GPU model " + c.gpu + " (" +
+                    (g.nvswitch ? "NVSwitch" : "xGMI") + "): all " + std::to_string(c.gpus_per_node) +
+                    " GPUs of the node");
+  } else {
+    notes.push_back("NVLink domain: the topology source does not say; " + c.gpu +
+                    " has no NVSwitch in the catalog: planned as PCIe-only");
   }
 }
 
