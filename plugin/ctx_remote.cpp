@@ -353,6 +353,8 @@ job::DecideRequest decide_request(const job::JobEnvironment& env) {
   r.input.config = s.config;
   r.input.spec = *s.spec;
   r.input.alloc = job::allocation_from_env(env, s.job.step_id == step_name(kBatchStep));
+  // torchrun's rendezvous host: the first node of the list Slurm set, as libslurm's hostlist expanded it.
+  if (!s.node_names.empty()) r.input.alloc.first_node = s.node_names.front();
   r.input.topology = *s.topology;
   r.input.policy = s.policy;
   r.input.mode = s.mode;

@@ -9,6 +9,7 @@ packages=(
   libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   groff-base man-db
+  python3-torch  # tests/integration/test_framework_fsdp.sh: a real PyTorch job (CPU, gloo) under real Slurm
 )
 missing=()
 for p in "${packages[@]}"; do

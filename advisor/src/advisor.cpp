@@ -9,6 +9,7 @@
 #include <string>
 
 #include "paratune/advisor/env.h"
+#include "paratune/advisor/framework_versions.h"
 #include "paratune/advisor/model.h"
 
 namespace paratune::advisor {
@@ -107,7 +108,7 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
     if (l.zero_stage < 2) return "shard_group (hybrid sharding) needs zero_stage >= 2";
     if ((l.dp * l.cp) % l.shard_group != 0) return "shard_group must divide dp*cp";
   }
-  return "";
+  return version_problem(s, l, f);  // what the framework version itself cannot run (framework_versions.h)
 }
 
 Prediction to_prediction(const Scenario& s, const Evaluator& ev, const Evaluator::Result& r) {
@@ -311,6 +312,7 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
           Layout l;
           l.tp = d.tp; l.pp = d.pp; l.cp = d.cp; l.dp = d.dp; l.virtual_stages = v;
           l.zero_stage = z; l.recompute = r; l.sequence_parallel = sp && d.tp > 1; l.shard_group = sg;
+          if (!version_problem(s, l, f).empty()) continue;  // the framework version would refuse it at launch
           search_micro_batches(ev, f, l, mbs, st);
           if (st.out_of_time) return;
         }

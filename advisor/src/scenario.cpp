@@ -7,6 +7,8 @@
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/scenario.h"
 
+#include "paratune/advisor/framework_versions.h"
+
 namespace paratune::advisor {
 
 namespace {
@@ -144,6 +146,13 @@ void validate(const Scenario& s) {
   if (m.vocab <= 0) bad("model.vocab", "must be a positive integer (e.g. 128256)");
   if (m.seq_len <= 0) bad("model.seq_len", "must be a positive integer (e.g. 8192)");
   if (s.training.global_batch <= 0) bad("training.global_batch", "must be a positive number of sequences");
+  // The framework version: known, and able to run what the scenario asks for (framework_versions.h).
+  try {
+    resolve_version(s.training.framework, s.training.framework_version);
+  } catch (const std::invalid_argument& e) {
+    bad("training.framework_version", e.what());
+  }
+  if (const std::string why = stack_problem(s); !why.empty()) bad("training.framework_version", why);
 
   const ClusterSpec& c = s.cluster;
   const bool from_topology = !c.topology_file.empty();  // GPU and NICs still to be filled in by the caller

@@ -174,7 +174,7 @@ static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
   get_enum(c, cl, "cluster.", "fabric", k.fabric, fabric_from_string);
   get_str(c, cl, "cluster.", "topology", k.topology_file);
   get_str(c, cl, "cluster.", "nccl_topo_file", k.nccl_topo_file);
-  get_bool(c, cl, "cluster.", "rail_aligned", k.rail_aligned);
+  k.rail_alignment_known = get_bool(c, cl, "cluster.", "rail_aligned", k.rail_aligned);
   get_bool(c, cl, "cluster.", "nvls", k.nvls);
   get_str(c, cl, "cluster.", "socket_ifname", k.socket_ifname);
   if (get_str(c, cl, "cluster.", "gpu_nic_path", k.gpu_nic_path)) {
@@ -259,13 +259,14 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
 
   const toml::table* t = sub(c, root, "training");
   if (!t) throw std::invalid_argument(origin + ":1:1: training: missing [training] table (global_batch is required)");
-  check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "overlap_dp_comm", "flash_attention",
-                                  "attention", "fp8_recipe", "compile", "tp_comm_overlap",
+  check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "framework_version", "overlap_dp_comm",
+                                  "flash_attention", "attention", "fp8_recipe", "compile", "tp_comm_overlap",
                                   "grad_reduce_fp32", "fp8_param_gather"});
   if (!get_int(c, *t, "training.", "global_batch", s.training.global_batch, 1, 1L << 30))
     c.fail(*t, "training.global_batch", "missing; give the sequences per optimizer step (e.g. 1024)");
   get_enum(c, *t, "training.", "precision", s.training.precision, precision_from_string);
   get_enum(c, *t, "training.", "framework", s.training.framework, framework_from_string);
+  get_str(c, *t, "training.", "framework_version", s.training.framework_version);
   bool b = false;
   if (get_bool(c, *t, "training.", "overlap_dp_comm", b)) s.training.overlap_dp_comm = b;
   if (get_bool(c, *t, "training.", "flash_attention", b)) s.training.flash_attention = b;

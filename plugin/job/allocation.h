@@ -15,6 +15,8 @@ struct Allocation {
   std::string partition;          // SLURM_JOB_PARTITION
   std::string submit_dir;         // SLURM_SUBMIT_DIR
   std::string job_id;             // SLURM_JOB_ID
+  std::string first_node;         // the allocation's first node (torchrun's rendezvous host); set by the plugin from
+                                  // the node list Slurm set, expanded with libslurm's hostlist functions
 };
 
 // Only variables Slurm sets (and so overwrites or removes when a user exported them) for this kind of step are read:

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "paratune/advisor/framework_args.h"
+#include "paratune/advisor/framework_versions.h"
 #include "paratune/probe/probe.h"
 #include "plan_json.h"
 #include "scenario_builder.h"
@@ -63,6 +64,20 @@ void explain_placement(Decision& d, const advisor::SearchLimits& limits) {
                     " wins (predicted " + fixed(d.plan.prediction.tokens_per_s, 0) + " tokens/s)");
 }
 
+// torchrun's rendezvous host is the allocation's first node; the port is derived from the job id so that two
+// jobs sharing a first node do not collide (20000-39999, above the usual ephemeral-port floor of 32768 only in part).
+advisor::Launch launch_for(const Allocation& alloc) {
+  advisor::Launch l;
+  if (alloc.first_node.empty()) return l;
+  l.master_addr = alloc.first_node;
+  unsigned long id = 0;
+  for (char c : alloc.job_id)
+    if (c >= '0' && c <= '9') id = (id * 10 + unsigned(c - '0')) % 20000;
+  l.master_port = std::to_string(20000 + id);
+  l.job_id = alloc.job_id;
+  return l;
+}
+
 }  // namespace
 
 policies::ModeDecision decide_job_mode(const OptionSpec* spec, const PluginConfig& config,
@@ -99,6 +114,7 @@ Decision decide(const DecisionInput& in) {
   }
   apply_fabric(in, d);
   d.plan = advisor::advise(d.scenario, limits);
+  d.launch = launch_for(in.alloc);
   if (d.scenario.cluster.placement) explain_placement(d, limits);
   return d;
 }
@@ -139,6 +155,12 @@ std::vector<EnvAssignment> decision_env(const Decision& d, const std::string& pl
       {"PARATUNE_FINGERPRINT", d.fingerprint, "topology fingerprint of the node the decision was made on"},
   };
   env.push_back({"PARATUNE_FRAMEWORK", advisor::to_string(d.plan.framework), "the framework the plan is for"});
+  env.push_back({"PARATUNE_FRAMEWORK_VERSION", advisor::version_for(d.scenario, d.plan.framework).id,
+                 "the framework version the arguments are for"});
+  if (!d.launch.master_addr.empty()) {
+    env.push_back({"PARATUNE_MASTER_ADDR", d.launch.master_addr, "the allocation's first node: torchrun's rendezvous"});
+    env.push_back({"PARATUNE_MASTER_PORT", d.launch.master_port, "rendezvous port, derived from the job id"});
+  }
   if (!plan_path.empty()) {
     env.push_back({"PARATUNE_PLAN", plan_path, "the plan file (JSON)"});
     const auto dir = plan_path.substr(0, plan_path.find_last_of('/') + 1);
@@ -174,8 +196,13 @@ static nlohmann::json placement_json(const Decision& d) {
 nlohmann::json decision_json(const Decision& d) {
   nlohmann::json changes = nlohmann::json::array();
   for (const auto& c : d.policy_changes) changes.push_back({{"what", c.what}, {"reason", c.reason}});
+  const auto args = advisor::framework_args(d.scenario, d.plan, d.launch);
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : args.files) files.push_back(f.name);
   return {{"mode", to_string(d.mode)},
           {"fingerprint", d.fingerprint},
+          {"framework", {{"name", advisor::to_string(d.plan.framework)}, {"version", args.version},
+                         {"args_files", files}, {"torchrun", args.torchrun}, {"yours", args.notes}}},
           {"policy_changes", changes},
           {"scenario", to_json(d.scenario)},
           {"plan", to_json(d.plan)},
@@ -184,48 +211,28 @@ nlohmann::json decision_json(const Decision& d) {
 }
 
 std::string primary_args_file(const Decision& d) {
-  switch (d.plan.framework) {
-    case advisor::Framework::Megatron: return "megatron.args";
-    case advisor::Framework::Nemo: return "nemo.args";
-    case advisor::Framework::DeepSpeed: return "deepspeed.json";
-    case advisor::Framework::Torchtitan: return "torchtitan.toml";
-    case advisor::Framework::Fsdp: return "fsdp.args";
-  }
-  return "megatron.args";
+  return advisor::framework_args(d.scenario, d.plan, d.launch).files.front().name;
 }
 
 std::string primary_args_text(const Decision& d) {
-  const auto args = advisor::framework_args(d.scenario, d.plan);
-  std::string text;
-  switch (d.plan.framework) {
-    case advisor::Framework::Megatron: text = args.megatron; break;
-    case advisor::Framework::Nemo: text = args.nemo; break;
-    case advisor::Framework::DeepSpeed: text = args.deepspeed_json; break;
-    case advisor::Framework::Torchtitan: text = args.torchtitan_toml; break;
-    case advisor::Framework::Fsdp: text = args.fsdp; break;
-  }
+  std::string text = advisor::framework_args(d.scenario, d.plan, d.launch).files.front().content;
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
 
 std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d) {
-  const auto args = advisor::framework_args(d.scenario, d.plan);
-  auto line = [](const std::string& s) { return s.empty() || s.back() == '\n' ? s : s + "\n"; };
+  const auto args = advisor::framework_args(d.scenario, d.plan, d.launch);
   // A file name or note with invalid UTF-8 (user input) must not stop the plan files: replace, never throw.
-  std::vector<std::pair<std::string, std::string>> files = {
-      {"plan.json", decision_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"},
-          {"megatron.args", line(args.megatron)},
-          {"nemo.args", line(args.nemo)},
-          {"deepspeed.json", line(args.deepspeed_json)},
-          {"torchtitan.toml", line(args.torchtitan_toml)},
-          {"fsdp.args", line(args.fsdp)},
-          {"torchrun.args", line(args.torchrun)}};
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"plan.json", decision_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"}};
+  for (const auto& f : args.files) out.emplace_back(f.name, f.content);
+  out.emplace_back("torchrun.args", args.torchrun);
   if (d.fabric) {  // several nodes under Slurm's leaf switches: one node per line, in rank order
     std::string hostfile;
     for (const auto& n : d.fabric->node_order) hostfile += n + "\n";
-    files.push_back({"hostfile", hostfile});
+    out.emplace_back("hostfile", hostfile);
   }
-  return files;
+  return out;
 }
 
 }  // namespace paratune::job

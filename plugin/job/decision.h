@@ -14,6 +14,7 @@
 #include "option_spec.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
+#include "paratune/advisor/framework_args.h"
 #include "paratune/probe/topology.h"
 #include "plugin_config.h"
 
@@ -42,6 +43,7 @@ struct Decision {
   // The prediction used a site calibration entry for the job's (GPU, fabric, framework): at job end the achieved
   // throughput is judged against it as it is (tuning::SuspectRule), not against a widened threshold.
   bool calibrated = false;
+  advisor::Launch launch;               // torchrun's rendezvous: the allocation's first node, a port from the job id
 };
 
 // The mode for a job: the option, the plugstack defaults and the site policy (which has the last word).
@@ -67,8 +69,9 @@ EnvInjection policy_injection(const policies::EffectivePolicy& policy, const std
 // The plan file's content ($PARATUNE_PLAN).
 nlohmann::json decision_json(const Decision& d);
 
-// The files written beside the plan: plan.json and ready-to-use framework arguments
-// (megatron.args, nemo.args, deepspeed.json, torchtitan.toml, fsdp.args, torchrun.args). Name → content.
+// The files written beside the plan: plan.json, the arguments of the plan's framework in the form its version
+// reads (megatron.args, nemo.args, deepspeed.json [+ megatron-deepspeed.args], torchtitan.toml or
+// torchtitan.flags, fsdp.json) and torchrun.args. Name → content.
 std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d);
 
 // The file among decision_files() that holds the arguments of the plan's own framework.

@@ -136,6 +136,7 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   s.cluster = cluster_from_topology(topo, alloc, notes);
   if (spec.seq) s.model.seq_len = *spec.seq;
   if (spec.framework) s.training.framework = advisor::framework_from_string(*spec.framework);
+  if (spec.framework_version) s.training.framework_version = *spec.framework_version;
   if (spec.precision) {
     s.training.precision = advisor::precision_from_string(*spec.precision);
   } else if (s.training.precision == advisor::Precision::Bf16 && advisor::is_gpu_key(s.cluster.gpu) &&

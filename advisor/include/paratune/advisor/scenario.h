@@ -53,6 +53,7 @@ struct TrainingSpec {
   int global_batch = 0;    // sequences per optimizer step
   Precision precision = Precision::Bf16;
   Framework framework = Framework::Megatron;
+  std::string framework_version;         // framework_versions() id; "" = the framework's default (site policy may set it)
   // Physical switches the performance model needs; unset = the framework's current default.
   std::optional<bool> overlap_dp_comm;   // gradient reduce / param gather overlapped with compute (Megatron-Core
                                          // --overlap-grad-reduce, DeepSpeed overlap_comm, FSDP prefetch); false for
@@ -101,6 +102,7 @@ struct ClusterSpec {
   // Added by the advisor:
   std::string topology_file;       // [cluster] topology = "..." as written; resolved by the caller (CLI), never read here
   bool rail_aligned = true;        // one NIC per GPU on its own rail (DGX-style); false = NICs shared / off-rail
+  bool rail_alignment_known = false;  // rail_aligned was stated (scenario file), not assumed
   bool nvls = false;               // NVLink SHARP available and healthy (NVSwitch gen3+, Fabric Manager up)
   std::string socket_ifname;       // bootstrap/socket interface for NCCL_SOCKET_IFNAME, when known
   std::string nccl_version;        // when known ("2.21.5")
