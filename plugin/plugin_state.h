@@ -38,6 +38,7 @@ struct PluginState {
   job::JobUser user;                         // uid, gid, groups from Slurm (known = false when Slurm gave none)
   std::vector<std::string> node_names;       // the step's nodes, from Slurm (slurm_nodes.h); empty when withheld
   std::string node_list_problem;             // why the node list was withheld
+  std::optional<job::FabricPlacement> fabric;  // the deciding step's nodes under Slurm's leaf switches
   bool env_rules_apply = false;              // the policy's forced/default/forbidden variables apply to this step
   bool env_injected = false;                 // the job's environment has had its variables (decision or policy)
   std::optional<job::DecidedJob> decision;   // what the deciding child answered

@@ -31,9 +31,36 @@ std::string absolute_path(const std::string& key, const std::string& v) {
   return v;
 }
 
+bool usable_host(const std::string& h) {
+  return !h.empty() && h != "." && h != ".." && h.find('/') == std::string::npos && h.size() <= 255;
+}
+
 }  // namespace
 
-PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
+std::string expand_host_pattern(const std::string& arg, const std::string& pattern, const std::string& short_host) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') {
+      out += pattern[i];
+      continue;
+    }
+    const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+    if (next == '%') {
+      out += '%';
+    } else if (next == 'h') {
+      if (!usable_host(short_host))
+        throw ConfigError("plugstack argument '" + arg + "': %h needs this node's host name, and it is '" +
+                          short_host + "'");
+      out += short_host;
+    } else {
+      throw ConfigError("plugstack argument '" + arg + "': unknown %-sequence (valid: %h host name, %% percent)");
+    }
+    ++i;
+  }
+  return out;
+}
+
+PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std::string& short_host) {
   PluginConfig c;
   for (const auto& arg : args) {
     const size_t eq = arg.find('=');
@@ -41,7 +68,7 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
       throw ConfigError("plugstack argument '" + arg + "': expected key=value; valid keys: " + kValidKeys);
     const std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
     if (key == "topology") {
-      c.topology = value.rfind("builtin:", 0) == 0 ? value : absolute_path(key, value);
+      c.topology = value.rfind("builtin:", 0) == 0 ? value : absolute_path(key, expand_host_pattern(arg, value, short_host));
     } else if (key == "policy") {
       c.policy = absolute_path(key, value);
       c.policy_explicit = true;
@@ -50,7 +77,7 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
     } else if (key == "calibration") {
       c.calibration = absolute_path(key, value);
     } else if (key == "cache") {
-      c.cache = absolute_path(key, value);
+      c.cache = absolute_path(key, expand_host_pattern(arg, value, short_host));
     } else if (key == "job_dir") {
       c.job_dir = absolute_path(key, value);
     } else if (key == "default_mode") {

@@ -29,6 +29,12 @@ struct PluginConfig {
 };
 
 // Parse plugstack.conf arguments ("key=value" each). Throws ConfigError naming the argument and the valid keys.
-PluginConfig parse_plugin_config(const std::vector<std::string>& args);
+// In topology= and cache= paths, %h stands for this node's short host name (`short_host`) and %% for a percent
+// sign: one plugstack line for a site whose nodes differ (topology=/etc/paratune/nodes/%h.xml). A pattern with %h
+// but no usable host name (empty, "." or "..", or with a '/') is an error.
+PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std::string& short_host = "");
+
+// The expansion itself (exposed for tests): throws ConfigError naming `arg` for an unknown %-sequence.
+std::string expand_host_pattern(const std::string& arg, const std::string& pattern, const std::string& short_host);
 
 }  // namespace paratune::job
