@@ -1,6 +1,6 @@
 // The one-line summary of a logged job for where Slurm admins look: the slurmctld epilog
 // (packaging/slurmctld-epilog-paratune.sh) writes it into the job's AdminComment, as Princeton's jobstats does with
-// its own summary (`scontrol update job=ID AdminComment=...`).
+// its own summary (`sacctmgr -i update job where jobid=ID set AdminComment=...` with slurmdbd).
 //   "paratune: megatron tp=2 pp=1 dp=4 cp=1 mb=2 zero=1 rc=selective; predicted 1.234 s/step, achieved 1.402 s
 //    (ratio 0.88); suspect: no"
 // At most kMaxSummaryBytes, printable ASCII only (it goes through scontrol's argument and sacct's output).
