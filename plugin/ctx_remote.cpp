@@ -28,6 +28,7 @@
 #include "job/decision_child.h"
 #include "job/log_text.h"
 #include "job/node_checks.h"
+#include "job/metrics_file.h"
 #include "job/report_reader.h"
 #include "job/safe_file.h"
 #include "job/tuning_record.h"
@@ -68,6 +69,7 @@ std::string user_name(uid_t uid) {
 // A failure inside a callback: fail open (log, job untouched) unless the site policy says on_error = closed.
 int handle_failure(const char* where, const std::exception& e) {
   auto& s = state();
+  s.metric_failures.push_back(job::failure_kind(where, e.what()));
   if (s.policy.on_error == policies::OnError::Closed) {
     s.fail_closed = std::string(where) + ": " + e.what();
     log().error("{}: {}; the site policy says on_error = \"closed\": the step will fail", where, e.what());
@@ -124,6 +126,7 @@ bool load_policy(const std::string& partition) {
     return true;
   } catch (const policies::PolicyError& e) {
     if (e.kind() == policies::PolicyError::Kind::Missing && !s.config.policy_explicit) return true;
+    s.metric_failures.push_back("policy");
     for (const auto& p : e.problems()) log().error("policy: {}", p);
     if (e.fails_closed(partition)) {
       s.policy.on_error = policies::OnError::Closed;
@@ -455,6 +458,15 @@ void add_report(nlohmann::json& line) {
     fields["suspect"]["nodes"] = s.node_names.empty() ? std::vector<std::string>{s.job.hostname} : s.node_names;
   if (fields.contains("report") && fields["report"].is_string())
     fields["report"] = job::capped(fields["report"].get<std::string>(), 1024);
+  // An out-of-memory death goes into the log with what the plan predicted: calibrate learns head-room from both.
+  if (fields.contains("oom") && fields["oom"].is_object()) {
+    auto& oom = fields["oom"];
+    if (oom.contains("message") && oom["message"].is_string())
+      oom["message"] = job::capped(oom["message"].get<std::string>(), 300);
+    const auto& plan_prediction = line["predicted"];
+    if (plan_prediction.is_object() && plan_prediction.contains("memory_gib_per_gpu"))
+      oom["predicted_memory_gib"] = plan_prediction["memory_gib_per_gpu"];
+  }
   for (auto& [key, value] : fields.items()) line[key] = value;
 }
 
@@ -533,25 +545,73 @@ int remote_task_exit(spank_t sp, int, char**) {
   return 0;
 }
 
-int remote_exit(spank_t sp, int, char**) {
+namespace {
+
+// What the job's tuning-log line adds to the node's metrics (job-level events: node 0, once per job).
+void line_events(const nlohmann::json& line, job::MetricsEvents& ev) {
+  ev.decision_mode = line.value("mode", "");
+  if (line.contains("scenario") && line["scenario"].is_object() && line["scenario"].contains("training"))
+    ev.decision_framework = line["scenario"]["training"].value("framework", "");
+  if (line.contains("policy_changes") && line["policy_changes"].is_array()) ev.policy_changes = line["policy_changes"].size();
+  if (line.contains("ratio") && line["ratio"].is_number()) ev.ratio = line["ratio"].get<double>();
+  ev.suspect = line.contains("suspect");
+  if (line.contains("oom")) {
+    ev.oom_gpu = line.value("gpu_model", "");
+    ev.oom_framework = ev.decision_framework;
+  }
+  const std::string report = line.value("report", "");
+  if (report == "missing") ev.failures.push_back("report_missing");
+  else if (report.rfind("invalid", 0) == 0) ev.failures.push_back("report_invalid");
+}
+
+// The job's tuning-log line (node 0 of the deciding step, once per job); its events go to `ev`.
+void write_job_line(spank_t sp, job::MetricsEvents& ev) {
   auto& s = state();
-  if (!s.decision) return 0;
+  if (!s.decision) return;
   if (s.job.state.empty()) s.job.state = "unknown";
-  if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return 0;  // one line per job: node 0 writes it
+  if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return;  // one line per job: node 0 writes it
   try {
     if (!claim_tuning_line(s.job.job_id)) {
       log().debug("job {} step {}: the job's tuning-log line was written by an earlier step", s.job.job_id,
                   s.job.step_id);
-      return 0;
+      return;
     }
     auto line = job::tuning_record(s.job, *s.spec, s.decision->record, s.env_outcome, std::time(nullptr));
     if (!s.node_list_problem.empty()) line["node_list_withheld"] = s.node_list_problem;
     add_node_checks(line);
     add_report(line);
+    line_events(line, ev);
     write_tuning_line(line);
     log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
   } catch (const std::exception& e) {
+    ev.failures.push_back("tuning_log");
     log().error("exit: tuning log: {}", e.what());
+  }
+}
+
+// metrics_file=: this step's events on this node into the node_exporter textfile (metrics_file.h).
+void update_metrics(const job::MetricsEvents& ev) {
+  const auto& path = state().config.metrics_file;
+  if (path.empty() || ev.empty()) return;
+  try {
+    job::update_metrics_file(path, ev, std::time(nullptr));
+  } catch (const std::exception& e) {
+    log().warn("metrics file: {}", e.what());
+  }
+}
+
+}  // namespace
+
+int remote_exit(spank_t sp, int, char**) {
+  auto& s = state();
+  try {
+    job::MetricsEvents ev;
+    ev.partition = s.job.partition;
+    ev.failures = s.metric_failures;
+    write_job_line(sp, ev);
+    update_metrics(ev);
+  } catch (const std::exception& e) {  // nothing crosses the C ABI
+    log().error("exit: {}", e.what());
   }
   return 0;
 }

@@ -44,6 +44,7 @@ struct PluginState {
   std::optional<job::DecidedJob> decision;   // what the deciding child answered
   job::EnvOutcome env_outcome;
   job::UniqueFd job_log_fd;                  // <log_dir>/jobs/<jobid>.log, opened as root
+  std::vector<std::string> metric_failures;  // this step's failures by kind (job::failure_kind), for metrics_file
   std::shared_ptr<spdlog::logger> log;
 };
 

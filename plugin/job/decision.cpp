@@ -111,6 +111,12 @@ Decision decide(const DecisionInput& in) {
                         (e->framework.empty() ? std::string(" (all frameworks)") : " with " + e->framework) +
                         " from this site's history");
     }
+    // Memory head-room the site's own OOM deaths and near-limit runs taught (calibration [[memory]]): on top of
+    // the policy's head-room, so a layout like the one that died no longer fits.
+    if (const double h = advisor::calibrated_headroom_gib(*in.calibration, d.scenario); h > 0) {
+      limits.memory_headroom_gib += h;
+      d.notes.push_back("memory head-room " + fixed(h, 1) + " GiB per GPU learned from this site's jobs");
+    }
   }
   apply_fabric(in, d);
   d.plan = advisor::advise(d.scenario, limits);

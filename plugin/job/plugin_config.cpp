@@ -4,7 +4,7 @@ namespace paratune::job {
 
 namespace {
 
-constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms, decide_timeout_ms";
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, metrics_file, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms, decide_timeout_ms";
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
@@ -76,6 +76,13 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std
       c.log_dir = absolute_path(key, value);
     } else if (key == "calibration") {
       c.calibration = absolute_path(key, value);
+    } else if (key == "metrics_file") {
+      c.metrics_file = absolute_path(key, value);
+      // node_exporter's textfile collector reads only *.prom files: anything else would never be seen.
+      if (c.metrics_file.size() < 6 || c.metrics_file.compare(c.metrics_file.size() - 5, 5, ".prom") != 0 ||
+          c.metrics_file.back() == '/' || c.metrics_file.find("/.") != std::string::npos)
+        throw ConfigError("plugstack argument '" + arg + "': metrics_file must name a FILE.prom (node_exporter's "
+                          "textfile collector reads only *.prom)");
     } else if (key == "cache") {
       c.cache = absolute_path(key, expand_host_pattern(arg, value, short_host));
     } else if (key == "job_dir") {
