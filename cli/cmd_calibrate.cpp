@@ -11,9 +11,10 @@
 
 #include "command.h"
 #include "options.h"
-#include "job/safe_file.h"
+#include "log_input.h"
 #include "paratune/advisor/calibration_file.h"
 #include "paratune/tuning/calibrate.h"
+#include "paratune/tuning/memory_headroom.h"
 #include "paratune/tuning/tuning_log.h"
 
 namespace paratune::cli {
@@ -27,12 +28,17 @@ const char* kDescription =
     "an achieved step time, or tokens/s), a multiplier on the GEMM efficiency, and with at least --min-multinode\n"
     "multi-node jobs (default 5) one on the fabric efficiency. The jobs of frameworks with fewer jobs are pooled\n"
     "per GPU model and fabric into a framework-less fallback entry. Prints the lines skipped and why, the error\n"
-    "|achieved/predicted - 1| before and after per group, and writes the calibration file (TOML) the advisor reads.";
+    "|achieved/predicted - 1| before and after per group, and writes the calibration file (TOML) the advisor reads.\n"
+    "It also learns a memory head-room per GPU model and framework from jobs that died of an out-of-memory error\n"
+    "and jobs whose logged peak came within 10 % of the GPU's memory ([[memory]]; advise adds it to the reserve).\n"
+    "--log may be repeated, name a directory of per-node logs or a quoted pattern; copies of a job are merged.";
 const char* kFooter =
-    "exit status: 0 written, 1 the log cannot be read or the file written, 2 bad option, 3 no usable job";
+    "exit status: 0 written, 1 the log cannot be read or the file written, 2 bad option, 3 no usable job\n"
+    "(neither for the efficiencies nor for the memory head-room)";
 
 struct CalibrateArgs {
-  std::string log_path, out_path, since;
+  std::vector<std::string> log_paths;
+  std::string out_path, since;
   CalibrateOptions o;
   double holdout = 0;
 };
@@ -52,38 +58,53 @@ std::string now_iso() {
   return b;
 }
 
+void print_memory(const std::vector<HeadroomGroup>& groups, const SkipTally& skipped) {
+  if (groups.empty() && skipped.empty()) return;
+  std::printf("memory head-room (out-of-memory deaths and runs near the limit):\n");
+  std::printf("  %-18s %-10s %5s %6s  %-12s  %s\n", "gpu", "framework", "ooms", "near", "head-room", "set by");
+  for (const auto& g : groups) {
+    char h[32], w[64];
+    std::snprintf(h, sizeof h, "%.1f GiB", g.headroom_gib);
+    std::snprintf(w, sizeof w, "job %s (needed %+.2f GiB)", g.worst_job.c_str(), g.worst_shortfall_gib);
+    std::printf("  %-18s %-10s %5zu %6zu  %-12s  %s\n", g.gpu.c_str(), g.framework.c_str(), g.oom_jobs,
+                g.near_limit_jobs, h, w);
+  }
+  if (const std::string why = skipped_summary(skipped); !why.empty()) std::printf("  %s\n", why.c_str());
+}
+
 int run(const CalibrateArgs& args) {
-  const std::string &log_path = args.log_path, &out_path = args.out_path;
+  const std::vector<std::string>& log_paths = args.log_paths;
+  const std::string& out_path = args.out_path;
   CalibrateOptions o = args.o;
   o.min_samples = std::max<size_t>(1, o.min_samples);  // 0 has always meant 1
   o.min_multinode = std::max<size_t>(1, o.min_multinode);
   LogFilter filter;
   if (!args.since.empty()) filter.since = parse_date(args.since);  // checked by the option's validator
   const double holdout = args.holdout;
-  std::string content;
-  try {
-    content = job::read_bounded(log_path, size_t(1) << 30);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "paratune calibrate: %s\n", e.what());
-    return kFailure;
-  }
-  const TuningLog log = read_tuning_log(content);
-  for (const auto& p : log.problems) std::fprintf(stderr, "%s:%zu: %s\n", log_path.c_str(), p.line, p.message.c_str());
+  const LogRead in = read_logs(log_paths, "paratune calibrate");
+  if (!in.complete) return kFailure;  // a fit on part of the history would be silently different
+  const auto& log = in.log;
+  std::string log_path = log_paths.front();
+  for (size_t k = 1; k < log_paths.size(); ++k) log_path += ", " + log_paths[k];
   std::vector<LogEntry> selected;
   for (const auto& e : log.entries)
     if (filter.matches(e)) selected.push_back(e);
   SkipTally skipped;
   // Lines the reader could not take at all (listed on stderr above) are skipped lines too.
-  if (log.lines > log.entries.size()) skipped["unreadable line"] = log.lines - log.entries.size();
+  if (log.unreadable) skipped["unreadable line"] = log.unreadable;
   std::vector<Sample> samples = usable_samples(selected, o, &skipped);
+  SkipTally memory_skipped;
+  const auto memory = learn_headroom(memory_evidence(selected, {}, &memory_skipped));
   std::printf("paratune calibrate: %zu jobs in %s, %zu usable\n", selected.size(), log_path.c_str(), samples.size());
   if (const std::string why = skipped_summary(skipped); !why.empty()) std::printf("  %s\n", why.c_str());
-  if (samples.empty()) {
-    std::fprintf(stderr, "paratune calibrate: no usable job (each needs scenario, plan and achieved)\n");
+  if (samples.empty() && memory.empty()) {
+    std::fprintf(stderr, "paratune calibrate: no usable job (each needs scenario, plan and achieved, or an "
+                         "out-of-memory record or a peak near the limit)\n");
     return kNothingFits;
   }
+  print_memory(memory, memory_skipped);
 
-  if (holdout > 0) {
+  if (holdout > 0 && samples.size() > 1) {
     std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.time < b.time; });
     const size_t cut = std::min(samples.size() - 1, size_t(double(samples.size()) * (1 - holdout)));
     const std::vector<Sample> early(samples.begin(), samples.begin() + long(cut)), late(samples.begin() + long(cut), samples.end());
@@ -94,7 +115,8 @@ int run(const CalibrateArgs& args) {
                 pct(a.median_abs).c_str());
   }
 
-  CalibrationResult r = calibrate(samples, o);
+  CalibrationResult r = samples.empty() ? CalibrationResult{} : calibrate(samples, o);
+  r.calibration.memory = memory_entries(memory);
   std::printf("%-18s %-11s %-10s %5s %5s  %-10s %-10s  %s\n", "gpu", "fabric", "framework", "jobs", "multi",
               "err before", "err after", "");
   for (const auto& g : r.groups) {
@@ -114,7 +136,8 @@ int run(const CalibrateArgs& args) {
     std::fprintf(stderr, "paratune calibrate: cannot write %s\n", out_path.c_str());
     return kFailure;
   }
-  std::printf("wrote %s (%zu of %zu groups calibrated)\n", out_path.c_str(), r.calibration.entries.size(), r.groups.size());
+  std::printf("wrote %s (%zu of %zu groups calibrated, %zu memory head-room entries)\n", out_path.c_str(),
+              r.calibration.entries.size(), r.groups.size(), r.calibration.memory.size());
   return kOk;
 }
 
@@ -122,7 +145,9 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
   auto a = std::make_shared<CalibrateArgs>();
   describe(app, kDescription);
   app.footer(kFooter);
-  app.add_option("--log", a->log_path, "the tuning log (JSON lines)")->type_name("FILE")->required();
+  app.add_option("--log", a->log_paths, "a tuning log, a directory of per-node logs or a quoted pattern (repeatable)")
+      ->type_name("FILE")
+      ->required();
   app.add_option("-o,--output", a->out_path, "the calibration file to write (TOML)")->type_name("FILE")->required();
   app.add_option("--min-samples", a->o.min_samples, "usable jobs a (GPU, fabric, framework) group needs (default 5)")
       ->type_name("N")

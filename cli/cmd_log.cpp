@@ -11,7 +11,8 @@
 
 #include "command.h"
 #include "options.h"
-#include "job/safe_file.h"
+#include "log_input.h"
+#include "log_views.h"
 #include "paratune/tuning/plots.h"
 #include "paratune/tuning/report.h"
 #include "paratune/tuning/stats.h"
@@ -23,21 +24,22 @@ namespace {
 
 using namespace paratune::tuning;
 
-const char* kDefaultLog = "/var/log/paratune/tuning.jsonl";
-constexpr size_t kMaxLogBytes = size_t(1) << 30;
-
 const char* kDescription =
     "Show the site tuning log (default /var/log/paratune/tuning.jsonl): one row per job with the predicted and\n"
     "the achieved (median) step time and their ratio = achieved/predicted throughput; '!' marks a suspect job\n"
     "(flagged by the plugin, or ratio below the threshold, default 0.7: as is when the job's prediction was\n"
     "calibrated, widened by the model's out-of-sample error (40 %, to 0.42) when it was not).\n"
+    "--log may be given several times; a directory means every tuning log below it (one per node, gathered by\n"
+    "a log shipper), a quoted pattern is expanded. The logs are merged with one line per job id: the most\n"
+    "complete copy wins (achieved figures, then an OOM record, then scenario and plan, then the later end).\n"
     "Lines of the log that cannot be read are reported on stderr as FILE:LINE: problem and skipped.";
 const char* kFooter = "exit status: 0 ok, 1 the log cannot be read or the SVG written, 2 bad option";
 
 struct LogArgs {
-  std::string path = kDefaultLog, svg_path, job, since;
+  std::vector<std::string> paths;
+  std::string svg_path, job, since;
   LogFilter filter;
-  bool as_json = false, suspects = false;
+  bool as_json = false, suspects = false, ooms = false;
   double threshold = kDefaultSuspectThreshold;
   size_t min_jobs = 2;
 };
@@ -92,23 +94,17 @@ void print_table(const std::vector<const LogEntry*>& rows, double threshold) {
 }
 
 int run(const LogArgs& a) {
-  const std::string &path = a.path, &svg_path = a.svg_path, &job = a.job;
+  const std::vector<std::string>& paths = a.paths;
+  const std::string &svg_path = a.svg_path, &job = a.job;
   LogFilter filter = a.filter;
   if (!a.since.empty()) filter.since = parse_date(a.since);  // checked by the option's validator
-  const bool as_json = a.as_json, suspects = a.suspects;
+  const bool as_json = a.as_json, suspects = a.suspects, ooms = a.ooms;
   const double threshold = a.threshold;
   const size_t min_jobs = a.min_jobs;
-  std::string content;
-  bool truncated = false;
-  try {
-    content = job::read_bounded(path, kMaxLogBytes, &truncated);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "paratune log: %s\n", e.what());
-    return kFailure;
-  }
-  if (truncated) std::fprintf(stderr, "paratune log: %s: only the first 1 GiB is read\n", path.c_str());
-  const TuningLog log = read_tuning_log(content);
-  for (const auto& p : log.problems) std::fprintf(stderr, "%s:%zu: %s\n", path.c_str(), p.line, p.message.c_str());
+  const LogRead in = read_logs(paths, "paratune log");
+  if (!in.any) return kFailure;
+  const int status = in.complete ? kOk : kFailure;  // what could be read is shown; the status says not all
+  const auto& log = in.log;
   std::vector<const LogEntry*> rows;
   for (const auto& e : log.entries)
     if (filter.matches(e)) rows.push_back(&e);
@@ -146,7 +142,11 @@ int run(const LogArgs& a) {
         std::printf("%-20s %8zu %6zu  %s\n", n.node.c_str(), n.flagged_jobs, n.jobs, ids.c_str());
       }
     }
-    return kOk;
+    return status;
+  }
+  if (ooms) {
+    print_ooms(rows, as_json);
+    return status;
   }
   if (as_json) {
     nlohmann::json j = nlohmann::json::array();
@@ -155,14 +155,17 @@ int run(const LogArgs& a) {
   } else {
     print_table(rows, threshold);
   }
-  return kOk;
+  return status;
 }
 
 Action setup(CLI::App& app, const std::vector<std::string>&) {
   auto a = std::make_shared<LogArgs>();
   describe(app, kDescription);
   app.footer(kFooter);
-  app.add_option("--log", a->path, "the tuning log (default /var/log/paratune/tuning.jsonl)")->type_name("FILE");
+  app.add_option("--log", a->paths,
+                 "a tuning log, a directory of per-node logs or a quoted pattern (repeatable; default\n"
+                 "/var/log/paratune/tuning.jsonl)")
+      ->type_name("FILE");
   app.add_option("--since", a->since,
                  "jobs that ended at or after DATE (YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM], or @UNIX)")
       ->type_name("DATE")
@@ -184,6 +187,7 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
       ->type_name("N")
       ->check(options::integer_in(0, 1000000000))
       ->needs(suspects);
+  app.add_flag("--oom", a->ooms, "list the jobs that died of an out-of-memory error, with the plan's predicted memory");
   return [a] { return run(*a); };
 }
 

@@ -40,7 +40,10 @@ const char* kDescription =
     "\"throughput per GPU (TFLOP/s/GPU)\"), DeepSpeed (\"samples per second\", \"SamplesPerSec\", \"TFLOPs\"),\n"
     "torchtitan (\"tps\", \"tflops\", \"mfu\"), NeMo/Lightning (\"train_step_timing\") and the HF Trainer\n"
     "(\"train_samples_per_second\") are appended to the report file as JSON lines {\"step\": N, \"step_time_s\": T,\n"
-    "...} (README: PARATUNE_REPORT). Without \"--\" the command starts at the first word that is not an option.";
+    "...} (README: PARATUNE_REPORT). Out-of-memory deaths (PyTorch \"CUDA/HIP out of memory\", NCCL allocation\n"
+    "failures) and the peak memory the framework logs are appended as {\"event\": \"oom\", ...} and\n"
+    "{\"event\": \"memory\", \"peak_gib\": X}. Without \"--\" the command starts at the first word that is not an\n"
+    "option.";
 const char* kFooter =
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to CMD (to its process group when run\n"
     "without a terminal). exit status: CMD's own; 128+N if CMD was killed by signal N; 126/127 if CMD could not\n"
@@ -118,7 +121,10 @@ struct Scanner {
   tuning::StepContext ctx;
   ReportWriter* report;
   std::optional<long long> last_step;  // several ranks print the same step: record it once
+  bool oom_written = false;            // several ranks print their OOM: the first one is the job's
+  double peak_gib = 0;                 // the largest peak memory written so far
   void operator()(std::string_view line) {
+    memory_events(line);
     const auto f = tuning::recognise_line(line);
     if (!f) return;
     if (f->step && last_step && *f->step <= *last_step) return;
@@ -126,6 +132,19 @@ struct Scanner {
     if (!j) return;
     if (f->step) last_step = f->step;
     report->append(j->dump());
+  }
+  // Out-of-memory deaths and peak memory (docs/tuning-log.md): what `paratune calibrate` learns head-room from.
+  void memory_events(std::string_view line) {
+    constexpr auto replace = nlohmann::json::error_handler_t::replace;  // the line's bytes are the job's
+    if (const auto peak = tuning::recognise_peak_memory_gib(line); peak && *peak > peak_gib * 1.001) {
+      peak_gib = *peak;
+      report->append(tuning::memory_report_line(*peak).dump());
+    }
+    if (oom_written) return;
+    if (const auto oom = tuning::recognise_oom(line)) {
+      oom_written = true;
+      report->append(tuning::oom_report_line(*oom, line).dump(-1, ' ', false, replace));
+    }
   }
 };
 
@@ -203,7 +222,7 @@ int run(const RunArgs& args, std::vector<std::string> cmd) {
   }
 
   ReportWriter report(report_path);
-  Scanner scan{ctx, &report, std::nullopt};
+  Scanner scan{ctx, &report, std::nullopt, false, 0};
   tuning::LineAssembler out_lines, err_lines;
   bool out_open = true, err_open = true, our_out_ok = true, our_err_ok = true;
   std::optional<int> status;

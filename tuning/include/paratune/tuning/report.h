@@ -32,8 +32,19 @@ struct ReportLimits {
   double max_step_time_s = 7 * 86400.0;
 };
 
+// {"event": "oom", "kind": "cuda", "tried_gib": 0.02, "capacity_gib": 23.65, "free_gib": 0.01, "message": "..."}:
+// `paratune run` saw the framework die of an out-of-memory error (the first such line counts).
+struct ReportOom {
+  std::string kind;                 // "cuda", "hip", "nccl" (anything else: "unknown")
+  std::optional<double> tried_gib, capacity_gib, free_gib;
+  std::string message;              // at most 300 bytes
+};
+
 struct ParsedReport {
   std::vector<ReportSample> samples;
+  std::optional<ReportOom> oom;
+  std::optional<double> peak_memory_gib;  // the largest {"event": "memory", "peak_gib": X}
+  size_t events = 0;                // event lines (not samples, not bad)
   size_t lines = 0;                 // non-empty lines seen
   size_t bad_lines = 0;             // not a JSON object, no valid step_time_s, too long, binary ...
   size_t ignored = 0;               // valid but beyond max_samples
@@ -51,6 +62,8 @@ struct ReportSummary {
   size_t bad_lines = 0;
   bool truncated = false;           // the reader stopped at its size bound
   std::optional<double> tokens_per_step;  // median of `tokens` over the settled steps, when given
+  std::optional<ReportOom> oom;           // the job died of an out-of-memory error (recorded even when invalid)
+  std::optional<double> peak_memory_gib;  // the framework's logged peak memory per GPU
   std::optional<double> tokens_per_s() const;  // tokens_per_step / median step time
 };
 
@@ -60,7 +73,8 @@ ReportSummary summarize_report(std::string_view content, bool truncated = false,
                                const ReportLimits& limits = {});
 
 // {"median_step_time_s", "p10_step_time_s", "p90_step_time_s", "steps", "warmup_excluded", "samples",
-//  "bad_lines", "truncated", ["tokens_per_step", "tokens_per_s"]} for a valid summary; null otherwise.
+//  "bad_lines", "truncated", ["tokens_per_step", "tokens_per_s", "peak_memory_gib"]} for a valid summary; null
+// otherwise.
 nlohmann::json to_json(const ReportSummary& s);
 
 // "ok", "ok: 3 bad lines ignored", "ok: truncated at the size limit", or "invalid: <reason>".
@@ -102,6 +116,8 @@ SuspectRule suspect_rule_for(const nlohmann::json& record, double threshold);
 //   "report": report_status(s); "achieved": to_json(s) (valid only); "ratio"; and, when rule.suspect(ratio),
 //   "suspect": {"threshold": the effective threshold, "policy_threshold": rule.threshold, "basis": rule.basis(),
 //               "nodes": [...]}.
+// With an out-of-memory record, "oom": {"kind", "tried_gib", "capacity_gib", "free_gib", "message"} (also when the
+// report is otherwise invalid: a job that died before its first step). The plugin adds "predicted_memory_gib".
 // A missing report (the job wrote none) is recorded as "report": "missing" by passing std::nullopt.
 void add_achieved(nlohmann::json& record, const std::optional<ReportSummary>& s, const SuspectRule& rule,
                   const std::vector<std::string>& nodes);
