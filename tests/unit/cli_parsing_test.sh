@@ -50,7 +50,7 @@ TOML
 expect 2 "Subcommands:" 
 expect 0 "^paratune [0-9][^ ]* \(built for Slurm [0-9]+\.[0-9]+\.[0-9]+\)$" --version
 expect 0 "^paratune [0-9][^ ]* \(built for Slurm" version
-expect 2 "unknown command 'frobnicate'; valid: advise, calibrate, completion, explain, log, policy, predict, probe, run" frobnicate
+expect 2 "unknown command 'frobnicate'; valid: advise, calibrate, completion, explain, log, policy, portability, predict, probe, run, summary" frobnicate
 expect 2 "unknown option '--bogus'; valid: --help, --version" --bogus
 help=$("$cli" --help)
 commands=$(sed -n 's/^  \([a-z]*\)  .*/\1/p' <<<"$help")
@@ -94,6 +94,10 @@ expect 2 "^paratune run: --world-size: expected an integer > 0, got '0'" run --w
 expect 2 "^paratune run: unknown option '--repot'" run --repot x -- true
 expect 2 "^paratune run: no command given" run --report "$dir/r"
 expect 2 "^paratune completion: shell: zsh not in \{bash\}" completion zsh
+expect 2 "^paratune summary: --job: 'x1': expected a Slurm job id" summary --job x1
+expect 2 "^paratune summary: --job is required" summary --log "$dir/x"
+expect 2 "^paratune portability: --platforms: 'gpu': expected partition/gpu/fabric" portability --platforms gpu
+expect 2 "^paratune portability: --scenario requires --policy" portability --scenario "$dir/s.toml"
 # Positive controls: the same options with good values are accepted (also as --name=value).
 expect 0 '"candidates_evaluated"' advise --scenario="$dir/s.toml" --top=1 --json
 expect 0 '"step_time_s"' predict -s "$dir/s.toml" --json
