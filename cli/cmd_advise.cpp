@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "advisor_cli.h"
 #include "command.h"
+#include "options.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
 #include "paratune/advisor/catalog.h"
@@ -139,30 +141,17 @@ namespace {
 using namespace paratune::advisor;
 using namespace advisor_cli;
 
-const char* kHelp =
-    "usage: paratune advise|explain --scenario FILE [--top N] [--json] [--all-frameworks] [--topology FILE]\n"
-    "                       [--framework-args LIST]\n"
-    "                       [--policy FILE [--partition P]] [--calibration FILE]\n"
-    "\n"
+const char* kDescription =
     "Search every valid layout (TP, PP, DP, CP, virtual stages, ZeRO/FSDP, micro-batch, recompute) for the\n"
     "scenario, prune by memory, rank by predicted step time. Prints the best plan, its prediction, the NCCL/CUDA\n"
     "settings it implies (each with its reason), the arguments of the plan's framework in the form its version\n"
     "([training] framework_version, README \"Framework versions\") reads, and the next best layouts.\n"
-    "[parallel] keys in the scenario are constraints. `paratune explain` takes the same options and says why the\n"
-    "winner wins: for each alternative, how much slower it is and in which step-time terms.\n"
-    "\n"
-    "  --scenario FILE    the scenario (TOML: [model], [training], [cluster], optional [parallel])\n"
-    "  --top N            show N alternatives (default 5)\n"
-    "  --json             machine-readable output\n"
-    "  --all-frameworks   also search megatron, deepspeed, fsdp and torchtitan, not only [training] framework\n"
-    "  --framework-args LIST  also print these frameworks' arguments (comma-separated), each from a plan made for\n"
-    "                     that framework at its default version; only the plan's own framework is printed otherwise\n"
-    "  --topology FILE    take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)\n"
-    "  --policy FILE      apply a site policy (its facts, caps and env rules) as the plugin would\n"
-    "  --partition P      the partition whose [partition.P] section applies (default: [defaults] only)\n"
-    "  --calibration FILE the site's fitted efficiencies (`paratune calibrate` output)\n"
-    "\n"
-    "exit status: 0 ok, 2 bad input (FILE:LINE:COL: field: what is valid), 3 nothing fits (says what would)\n";
+    "[parallel] keys in the scenario are constraints.";
+const char* kExplainDescription =
+    "Say why the advised plan wins: for each alternative, how much slower it is and in which step-time terms.\n"
+    "Takes the options of `paratune advise`.";
+const char* kFooter =
+    "exit status: 0 ok, 2 bad input (FILE:LINE:COL: field: what is valid), 3 nothing fits (says what would)";
 
 nlohmann::json policy_json(const std::string& file, const std::string& partition, const policies::EffectivePolicy& p,
                            const std::vector<policies::PolicyChange>& changes) {
@@ -275,52 +264,20 @@ void print_args(const FrameworkArgs& a) {
   for (const auto& n : a.notes) std::printf("  yours: %s\n", n.c_str());
 }
 
-int run_command(const std::vector<std::string>& args, bool explaining) {
+struct AdviseArgs {
   std::string scenario, topology, policy_file, partition, calibration;
+  std::vector<std::string> framework_args;
   bool as_json = false;
   SearchLimits limits;
+};
+
+int run_command(const AdviseArgs& a, bool explaining) {
+  const std::string &scenario = a.scenario, &topology = a.topology, &policy_file = a.policy_file,
+                    &partition = a.partition, &calibration = a.calibration;
+  const bool as_json = a.as_json;
+  SearchLimits limits = a.limits;
   std::vector<Framework> extra_frameworks;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
-    if (a == "--json") as_json = true;
-    else if (a == "--all-frameworks") limits.all_frameworks = true;
-    else if (a == "--framework-args" && i + 1 < args.size()) {
-      const std::string list = args[++i];
-      for (size_t p = 0; p <= list.size();) {
-        const size_t q = std::min(list.find(',', p), list.size());
-        try {
-          extra_frameworks.push_back(framework_from_string(list.substr(p, q - p)));
-        } catch (const std::invalid_argument& e) {
-          std::fprintf(stderr, "paratune advise: --framework-args: %s\n", e.what());
-          return kBadInput;
-        }
-        p = q + 1;
-      }
-    }
-    else if ((a == "--scenario" || a == "-s") && i + 1 < args.size()) scenario = args[++i];
-    else if (a == "--topology" && i + 1 < args.size()) topology = args[++i];
-    else if (a == "--policy" && i + 1 < args.size()) policy_file = args[++i];
-    else if (a == "--partition" && i + 1 < args.size()) partition = args[++i];
-    else if (a == "--calibration" && i + 1 < args.size()) calibration = args[++i];
-    else if (a == "--top" && i + 1 < args.size()) {
-      const std::string& v = args[++i];
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < 0 || n > 1000) {
-        std::fprintf(stderr, "paratune advise: --top: expected a number 0..1000, got '%s'\n", v.c_str());
-        return kBadInput;
-      }
-      limits.top_n = int(n);
-    } else {
-      std::fprintf(stderr, "paratune advise: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
-      return kBadInput;
-    }
-  }
-  if (scenario.empty()) {
-    std::fprintf(stderr, "paratune advise: --scenario FILE is required\n%s", kHelp);
-    return kBadInput;
-  }
+  for (const auto& f : a.framework_args) extra_frameworks.push_back(framework_from_string(f));  // checked by CLI11
   Scenario s;
   std::vector<std::string> notes;
   Plan plan;
@@ -445,10 +402,63 @@ int run_command(const std::vector<std::string>& args, bool explaining) {
   return kOk;
 }
 
-static Register reg{{"advise", "search every valid layout and print the fastest plan that fits, with env and args",
-                     [](const std::vector<std::string>& args) { return run_command(args, false); }}};
-static Register reg_explain{{"explain", "why the advised plan wins: each alternative's step-time terms against it",
-                             [](const std::vector<std::string>& args) { return run_command(args, true); }}};
+// What a scenario may name ([model] preset, [cluster] gpu, SPEC model=): README and paratune.toml(5) point here.
+std::string catalog_keys() {
+  auto wrapped = [](const std::string& title, const std::vector<std::string>& keys) {
+    std::string out = title, line;
+    for (const auto& k : keys) {
+      if (line.size() + k.size() > 100) {
+        out += line + "\n";
+        line.clear();
+      }
+      line += "  " + k;
+    }
+    return out + line + "\n";
+  };
+  return wrapped("model presets:\n", model_preset_keys()) + wrapped("GPU catalog keys:\n", gpu_keys()) + "\n";
+}
+
+Setup setup_for(bool explaining) {
+  return [explaining](CLI::App& app, const std::vector<std::string>&) -> Action {
+    auto a = std::make_shared<AdviseArgs>();
+    describe(app, explaining ? kExplainDescription : kDescription);
+    app.footer(catalog_keys() + kFooter);
+    app.add_option("-s,--scenario", a->scenario, "the scenario (TOML: [model], [training], [cluster], [parallel])")
+        ->type_name("FILE")
+        ->required();
+    app.add_option("--top", a->limits.top_n, "show N alternatives (default 5)")
+        ->type_name("N")
+        ->check(options::integer_in(0, 1000));
+    app.add_flag("--json", a->as_json, "machine-readable output");
+    app.add_flag("--all-frameworks", a->limits.all_frameworks,
+                 "also search megatron, deepspeed, fsdp and torchtitan, not only [training] framework");
+    app.add_option("--framework-args", a->framework_args,
+                   "also print these frameworks' arguments (comma-separated), each from a plan made for\n"
+                   "that framework at its default version (with --policy: the site's); otherwise only the\n"
+                   "plan's own framework is printed")
+        ->type_name("LIST")
+        ->delimiter(',')
+        ->check(options::parsed_by([](const std::string& v) { framework_from_string(v); }));
+    app.add_option("--topology", a->topology,
+                   "take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)")
+        ->type_name("FILE");
+    auto* policy = app.add_option("--policy", a->policy_file,
+                                  "apply a site policy (its facts, caps and env rules) as the plugin would")
+                       ->type_name("FILE");
+    app.add_option("--partition", a->partition, "the partition whose [partition.P] section applies (default: "
+                                                "[defaults] only)")
+        ->type_name("P")
+        ->needs(policy);
+    app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
+        ->type_name("FILE");
+    return [a, explaining] { return run_command(*a, explaining); };
+  };
+}
+
+Register reg{"advise", "search every valid layout and print the fastest plan that fits, with env and args",
+             setup_for(false)};
+Register reg_explain{"explain", "why the advised plan wins: each alternative's step-time terms against it",
+                     setup_for(true)};
 
 }  // namespace
 }  // namespace paratune::cli

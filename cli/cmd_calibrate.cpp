@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "options.h"
 #include "log_input.h"
 #include "paratune/advisor/calibration_file.h"
 #include "paratune/tuning/calibrate.h"
@@ -20,10 +22,7 @@ namespace {
 
 using namespace paratune::tuning;
 
-const char* kHelp =
-    "usage: paratune calibrate --log FILE|DIR|GLOB... -o FILE [--min-samples N] [--min-multinode N]\n"
-    "                          [--since DATE] [--holdout FRACTION]\n"
-    "\n"
+const char* kDescription =
     "Refit the performance model's efficiency parameters from the jobs in a tuning log: for each GPU model,\n"
     "fabric and framework with at least --min-samples usable jobs (default 5; a job needs its scenario, plan and\n"
     "an achieved step time, or tokens/s), a multiplier on the GEMM efficiency, and with at least --min-multinode\n"
@@ -32,13 +31,17 @@ const char* kHelp =
     "|achieved/predicted - 1| before and after per group, and writes the calibration file (TOML) the advisor reads.\n"
     "It also learns a memory head-room per GPU model and framework from jobs that died of an out-of-memory error\n"
     "and jobs whose logged peak came within 10 % of the GPU's memory ([[memory]]; advise adds it to the reserve).\n"
-    "--log may be repeated, name a directory of per-node logs or a quoted pattern; copies of a job are merged.\n"
-    "\n"
-    "  --holdout F      also check the fit honestly: fit on the earliest (1-F) of the jobs by end time and\n"
-    "                   report the error on the latest F before and after (the file is still fitted on all)\n"
-    "\n"
+    "--log may be repeated, name a directory of per-node logs or a quoted pattern; copies of a job are merged.";
+const char* kFooter =
     "exit status: 0 written, 1 the log cannot be read or the file written, 2 bad option, 3 no usable job\n"
-    "(neither for the efficiencies nor for the memory head-room)\n";
+    "(neither for the efficiencies nor for the memory head-room)";
+
+struct CalibrateArgs {
+  std::vector<std::string> log_paths;
+  std::string out_path, since;
+  CalibrateOptions o;
+  double holdout = 0;
+};
 
 std::string pct(double v) {
   char b[32];
@@ -69,38 +72,15 @@ void print_memory(const std::vector<HeadroomGroup>& groups, const SkipTally& ski
   if (const std::string why = skipped_summary(skipped); !why.empty()) std::printf("  %s\n", why.c_str());
 }
 
-int run(const std::vector<std::string>& args) {
-  std::vector<std::string> log_paths;
-  std::string out_path;
-  CalibrateOptions o;
+int run(const CalibrateArgs& args) {
+  const std::vector<std::string>& log_paths = args.log_paths;
+  const std::string& out_path = args.out_path;
+  CalibrateOptions o = args.o;
+  o.min_samples = std::max<size_t>(1, o.min_samples);  // 0 has always meant 1
+  o.min_multinode = std::max<size_t>(1, o.min_multinode);
   LogFilter filter;
-  double holdout = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool v = i + 1 < args.size();
-    try {
-      if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
-      if (a == "--log" && v) log_paths.push_back(args[++i]);
-      else if ((a == "-o" || a == "--output") && v) out_path = args[++i];
-      else if (a == "--min-samples" && v) o.min_samples = std::max<size_t>(1, std::stoul(args[++i]));
-      else if (a == "--min-multinode" && v) o.min_multinode = std::max<size_t>(1, std::stoul(args[++i]));
-      else if (a == "--since" && v) filter.since = parse_date(args[++i]);
-      else if (a == "--holdout" && v) {
-        holdout = std::stod(args[++i]);
-        if (!(holdout > 0 && holdout < 1)) throw std::invalid_argument("must be between 0 and 1");
-      } else {
-        std::fprintf(stderr, "paratune calibrate: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
-        return kBadInput;
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "paratune calibrate: %s: %s\n", a.c_str(), e.what());
-      return kBadInput;
-    }
-  }
-  if (log_paths.empty() || out_path.empty()) {
-    std::fprintf(stderr, "paratune calibrate: --log FILE and -o FILE are required\n%s", kHelp);
-    return kBadInput;
-  }
+  if (!args.since.empty()) filter.since = parse_date(args.since);  // checked by the option's validator
+  const double holdout = args.holdout;
   const LogRead in = read_logs(log_paths, "paratune calibrate");
   if (!in.complete) return kFailure;  // a fit on part of the history would be silently different
   const auto& log = in.log;
@@ -161,7 +141,32 @@ int run(const std::vector<std::string>& args) {
   return kOk;
 }
 
-Register reg({"calibrate", "refit the model's efficiencies from the tuning log (calibration file)", run});
+Action setup(CLI::App& app, const std::vector<std::string>&) {
+  auto a = std::make_shared<CalibrateArgs>();
+  describe(app, kDescription);
+  app.footer(kFooter);
+  app.add_option("--log", a->log_paths, "a tuning log, a directory of per-node logs or a quoted pattern (repeatable)")
+      ->type_name("FILE")
+      ->required();
+  app.add_option("-o,--output", a->out_path, "the calibration file to write (TOML)")->type_name("FILE")->required();
+  app.add_option("--min-samples", a->o.min_samples, "usable jobs a (GPU, fabric, framework) group needs (default 5)")
+      ->type_name("N")
+      ->check(options::integer_in(0, 1000000000));
+  app.add_option("--min-multinode", a->o.min_multinode, "multi-node jobs the fabric fit needs (default 5)")
+      ->type_name("N")
+      ->check(options::integer_in(0, 1000000000));
+  app.add_option("--since", a->since, "only jobs that ended at or after DATE (as in paratune log)")
+      ->type_name("DATE")
+      ->check(options::parsed_by([](const std::string& v) { parse_date(v); }));
+  app.add_option("--holdout", a->holdout,
+                 "also check the fit honestly: fit on the earliest (1-F) of the jobs by end time and\n"
+                 "report the error on the latest F before and after (the file is still fitted on all)")
+      ->type_name("F")
+      ->check(options::number_in(0, 1, true, true, "a fraction between 0 and 1"));
+  return [a] { return run(*a); };
+}
+
+Register reg{"calibrate", "refit the model's efficiencies from the tuning log (calibration file)", setup};
 
 }  // namespace
 }  // namespace paratune::cli

@@ -3,12 +3,14 @@
 // nodes that recur in suspect jobs (docs/tuning-log.md).
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "options.h"
 #include "log_input.h"
 #include "log_views.h"
 #include "paratune/tuning/plots.h"
@@ -22,28 +24,25 @@ namespace {
 
 using namespace paratune::tuning;
 
-const char* kHelp =
-    "usage: paratune log [--log FILE|DIR|GLOB]... [--since DATE] [--user U] [--partition P] [--threshold R]\n"
-    "                    [--json] [--svg FILE [--job ID]] [--suspects [--min-jobs N]] [--oom]\n"
-    "\n"
+const char* kDescription =
     "Show the site tuning log (default /var/log/paratune/tuning.jsonl): one row per job with the predicted and\n"
     "the achieved (median) step time and their ratio = achieved/predicted throughput; '!' marks a suspect job\n"
     "(flagged by the plugin, or ratio below the threshold, default 0.7: as is when the job's prediction was\n"
     "calibrated, widened by the model's out-of-sample error (40 %, to 0.42) when it was not).\n"
-    "\n"
-    "  --since DATE     jobs that ended at or after DATE (YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM], or @UNIX)\n"
-    "  --user U, --partition P   only these jobs\n"
-    "  --json           the rows as a JSON array instead of the table\n"
-    "  --svg FILE       also write plots: predicted vs achieved (with y = x), ratio over time per partition,\n"
-    "                   and the step-time breakdown of one job's plan (--job ID; default the latest)\n"
-    "  --suspects       list the nodes that recur in suspect jobs (in at least --min-jobs, default 2)\n"
-    "  --oom            list the jobs that died of an out-of-memory error, with the plan's predicted memory\n"
-    "\n"
     "--log may be given several times; a directory means every tuning log below it (one per node, gathered by\n"
     "a log shipper), a quoted pattern is expanded. The logs are merged with one line per job id: the most\n"
     "complete copy wins (achieved figures, then an OOM record, then scenario and plan, then the later end).\n"
-    "Lines of the log that cannot be read are reported on stderr as FILE:LINE: problem and skipped.\n"
-    "exit status: 0 ok, 1 the log cannot be read or the SVG written, 2 bad option\n";
+    "Lines of the log that cannot be read are reported on stderr as FILE:LINE: problem and skipped.";
+const char* kFooter = "exit status: 0 ok, 1 the log cannot be read or the SVG written, 2 bad option";
+
+struct LogArgs {
+  std::vector<std::string> paths;
+  std::string svg_path, job, since;
+  LogFilter filter;
+  bool as_json = false, suspects = false, ooms = false;
+  double threshold = kDefaultSuspectThreshold;
+  size_t min_jobs = 2;
+};
 
 std::string fixed(double v, int prec = 3) {
   char b[48];
@@ -94,41 +93,14 @@ void print_table(const std::vector<const LogEntry*>& rows, double threshold) {
               fixed(threshold, 2).c_str(), fixed(uncal.effective_threshold(), 2).c_str());
 }
 
-int run(const std::vector<std::string>& args) {
-  std::vector<std::string> paths;
-  std::string svg_path, job;
-  LogFilter filter;
-  bool as_json = false, suspects = false, ooms = false;
-  double threshold = kDefaultSuspectThreshold;
-  size_t min_jobs = 2;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool v = i + 1 < args.size();
-    try {
-      if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
-      if (a == "--json") as_json = true;
-      else if (a == "--suspects") suspects = true;
-      else if (a == "--oom") ooms = true;
-      else if (a == "--log" && v) paths.push_back(args[++i]);
-      else if (a == "--since" && v) filter.since = parse_date(args[++i]);
-      else if (a == "--user" && v) filter.user = args[++i];
-      else if (a == "--partition" && v) filter.partition = args[++i];
-      else if (a == "--svg" && v) svg_path = args[++i];
-      else if (a == "--job" && v) job = args[++i];
-      else if (a == "--threshold" && v) {
-        threshold = std::stod(args[++i]);
-        if (!(threshold > 0 && threshold <= 10)) throw std::invalid_argument("--threshold: must be in (0, 10]");
-      } else if (a == "--min-jobs" && v) {
-        min_jobs = std::stoul(args[++i]);
-      } else {
-        std::fprintf(stderr, "paratune log: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
-        return kBadInput;
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "paratune log: %s: %s\n", a.c_str(), e.what());
-      return kBadInput;
-    }
-  }
+int run(const LogArgs& a) {
+  const std::vector<std::string>& paths = a.paths;
+  const std::string &svg_path = a.svg_path, &job = a.job;
+  LogFilter filter = a.filter;
+  if (!a.since.empty()) filter.since = parse_date(a.since);  // checked by the option's validator
+  const bool as_json = a.as_json, suspects = a.suspects, ooms = a.ooms;
+  const double threshold = a.threshold;
+  const size_t min_jobs = a.min_jobs;
   const LogRead in = read_logs(paths, "paratune log");
   if (!in.any) return kFailure;
   const int status = in.complete ? kOk : kFailure;  // what could be read is shown; the status says not all
@@ -186,7 +158,40 @@ int run(const std::vector<std::string>& args) {
   return status;
 }
 
-Register reg({"log", "the site tuning log: predicted vs achieved, plots (--svg), suspect nodes", run});
+Action setup(CLI::App& app, const std::vector<std::string>&) {
+  auto a = std::make_shared<LogArgs>();
+  describe(app, kDescription);
+  app.footer(kFooter);
+  app.add_option("--log", a->paths,
+                 "a tuning log, a directory of per-node logs or a quoted pattern (repeatable; default\n"
+                 "/var/log/paratune/tuning.jsonl)")
+      ->type_name("FILE");
+  app.add_option("--since", a->since,
+                 "jobs that ended at or after DATE (YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM], or @UNIX)")
+      ->type_name("DATE")
+      ->check(options::parsed_by([](const std::string& v) { parse_date(v); }));
+  app.add_option("--user", a->filter.user, "only this user's jobs")->type_name("U");
+  app.add_option("--partition", a->filter.partition, "only this partition's jobs")->type_name("P");
+  app.add_option("--threshold", a->threshold,
+                 "the suspect threshold on the ratio (default 0.7; widened for uncalibrated jobs)")
+      ->type_name("R")
+      ->check(options::number_in(0, 10, true, false, "a ratio in (0, 10]"));
+  app.add_flag("--json", a->as_json, "the rows as a JSON array instead of the table");
+  auto* svg = app.add_option("--svg", a->svg_path,
+                             "also write plots: predicted vs achieved (with y = x), ratio over time per partition,\n"
+                             "and the step-time breakdown of one job's plan (--job ID; default the latest)")
+                  ->type_name("FILE");
+  app.add_option("--job", a->job, "the job whose breakdown --svg plots")->type_name("ID")->needs(svg);
+  auto* suspects = app.add_flag("--suspects", a->suspects, "list the nodes that recur in suspect jobs");
+  app.add_option("--min-jobs", a->min_jobs, "with --suspects: in at least N suspect jobs (default 2)")
+      ->type_name("N")
+      ->check(options::integer_in(0, 1000000000))
+      ->needs(suspects);
+  app.add_flag("--oom", a->ooms, "list the jobs that died of an out-of-memory error, with the plan's predicted memory");
+  return [a] { return run(*a); };
+}
+
+Register reg{"log", "the site tuning log: predicted vs achieved, plots (--svg), suspect nodes", setup};
 
 }  // namespace
 }  // namespace paratune::cli

@@ -1,5 +1,6 @@
 // `paratune policy check FILE [--partition P]`: validate a site policy and show what it resolves to.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,23 +10,15 @@
 namespace paratune::cli {
 namespace {
 
-const char* kHelp =
-    "usage: paratune policy check FILE [--partition NAME]\n"
-    "\n"
+const char* kDescription =
     "Validate a site policy (default location /etc/paratune/policy.toml; schema: paratune.toml(5),\n"
     "docs/policy.md). On success print \"FILE: ok\" and what the policy resolves to for [defaults] and for\n"
     "each [partition.NAME] (or only for NAME with --partition). Otherwise print every problem as\n"
     "  FILE:LINE:COL: key: problem; valid: ...\n"
     "\n"
     "The plugin also refuses a policy that is not a regular file owned by root, or that is writable by group\n"
-    "or others; `check` reports that as a warning (so a draft can be checked before it is installed).\n"
-    "\n"
-    "exit status: 0 valid, 2 invalid or unreadable file, bad option\n";
-
-int usage_error(const std::string& what) {
-  std::fprintf(stderr, "paratune policy: %s (see paratune policy --help)\n", what.c_str());
-  return kBadInput;
-}
+    "or others; `check` reports that as a warning (so a draft can be checked before it is installed).";
+const char* kFooter = "exit status: 0 valid, 2 invalid or unreadable file, bad option";
 
 void print_section(const std::string& title, const policies::EffectivePolicy& p) {
   std::printf("[%s]\n%s", title.c_str(), policies::summary(p).c_str());
@@ -62,41 +55,25 @@ int run_check(const std::string& file, const std::string* partition) {
   return kOk;
 }
 
-int run_policy(const std::vector<std::string>& args) {
-  if (args.empty()) return usage_error("missing sub-command: check");
-  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::fputs(kHelp, stdout);
-    return kOk;
-  }
-  if (args[0] != "check") return usage_error("unknown sub-command '" + args[0] + "'; valid: check");
+struct CheckArgs {
   std::string file, partition;
-  bool have_partition = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return kOk;
-    }
-    if (a == "--partition") {
-      if (i + 1 >= args.size()) return usage_error("--partition needs a partition name");
-      partition = args[++i];
-      have_partition = true;
-    } else if (a.rfind("--partition=", 0) == 0) {
-      partition = a.substr(12);
-      have_partition = true;
-    } else if (!a.empty() && a[0] == '-') {
-      return usage_error("unknown option '" + a + "'; valid: --partition NAME");
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      return usage_error("one FILE only (got '" + file + "' and '" + a + "')");
-    }
-  }
-  if (file.empty()) return usage_error("missing FILE");
-  return run_check(file, have_partition ? &partition : nullptr);
+};
+
+Action setup(CLI::App& app, const std::vector<std::string>&) {
+  auto a = std::make_shared<CheckArgs>();
+  describe(app, "Site policy files: `paratune policy check FILE` validates one.");
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  CLI::App* check = app.add_subcommand("check", "validate a site policy and show what it resolves to");
+  describe(*check, kDescription);
+  check->footer(kFooter);
+  check->add_option("FILE", a->file, "the policy file")->type_name("")->required();
+  auto* partition = check->add_option("--partition", a->partition, "only this partition's resolved policy")
+                        ->type_name("NAME");
+  return [a, partition] { return run_check(a->file, partition->count() ? &a->partition : nullptr); };
 }
 
-static Register reg{{"policy", "check a site policy file (policy check FILE)", run_policy}};
+Register reg{"policy", "check a site policy file (policy check FILE)", setup};
 
 }  // namespace
 }  // namespace paratune::cli

@@ -3,7 +3,9 @@
 // partitions before anything runs.
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "advisor_cli.h"
 #include "command.h"
 #include "log_input.h"
+#include "options.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/policies/policy.h"
 #include "paratune/tuning/portability.h"
@@ -22,41 +25,23 @@ namespace {
 using namespace paratune::tuning;
 using nlohmann::json;
 
-const char* kHelp =
-    "usage: paratune portability [--log FILE|DIR|GLOB]... [--since DATE] [--user U] [--platforms LIST]\n"
-    "                            [--json] [--svg FILE]\n"
-    "       paratune portability --scenario FILE --policy FILE [--partitions LIST] [--calibration FILE] [--json]\n"
-    "\n"
+const char* kDescription =
     "Performance portability after Pennycook, Sewall and Lee (PMBS 2016, arXiv:1611.07409): for each application\n"
     "(model at a sequence length, trained with one framework) and each platform (partition/gpu/fabric), the\n"
     "efficiency e of its best job there, and P = the harmonic mean of e over the platform set, 0 when the\n"
     "application does not run on one of them. Two efficiencies:\n"
     "  predicted    achieved tokens/s per GPU / the best predicted for the model on that platform\n"
     "  application  achieved tokens/s per GPU / the best achieved for the model there by any framework\n"
-    "\n"
-    "  --log ...         tuning logs (repeatable; a directory of per-node logs, a quoted pattern); merged per job\n"
-    "  --platforms LIST  the platform set H (partition/gpu/fabric,...); default: where each model ran\n"
-    "  --svg FILE        also write the efficiencies as bars per application with P\n"
-    "\n"
     "With --scenario and --policy: the predicted portability of that scenario across the policy's partitions\n"
     "(each partition's facts and caps applied, as the plugin would): e_arch = predicted MFU (architectural\n"
     "efficiency), e_app = the scenario framework's predicted tokens/s over the best framework's there; a partition\n"
-    "where nothing fits or the framework is not allowed counts 0. --partitions picks some (default: all).\n"
-    "\n"
-    "exit status: 0 ok, 1 a log or file cannot be read, 2 bad option or input, 3 nothing to compute\n";
+    "where nothing fits or the framework is not allowed counts 0. --partitions picks some (default: all).";
+const char* kFooter = "exit status: 0 ok, 1 a log or file cannot be read, 2 bad option or input, 3 nothing to compute";
 
 std::string f3(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f", v);
   return b;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 json report_json(const PortabilityReport& r) {
@@ -222,45 +207,23 @@ int what_if(const std::string& scenario_path, const std::string& policy_path, co
   return kOk;
 }
 
-int run(const std::vector<std::string>& args) {
-  std::vector<std::string> paths, partitions;
-  std::string svg_path, scenario, policy, calibration;
+struct PortabilityArgs {
+  std::vector<std::string> paths, partitions, platforms;
+  std::string svg_path, scenario, policy, calibration, since;
   LogFilter filter;
-  PortabilityOptions o;
   bool as_json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool v = i + 1 < args.size();
-    try {
-      if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
-      if (a == "--json") as_json = true;
-      else if (a == "--log" && v) paths.push_back(args[++i]);
-      else if (a == "--since" && v) filter.since = parse_date(args[++i]);
-      else if (a == "--user" && v) filter.user = args[++i];
-      else if (a == "--svg" && v) svg_path = args[++i];
-      else if (a == "--scenario" && v) scenario = args[++i];
-      else if (a == "--policy" && v) policy = args[++i];
-      else if (a == "--calibration" && v) calibration = args[++i];
-      else if (a == "--partitions" && v) partitions = split(args[++i]);
-      else if (a == "--platforms" && v) {
-        for (const auto& k : split(args[++i])) {
-          const auto p = parse_platform(k);
-          if (!p) throw std::invalid_argument("'" + k + "': expected partition/gpu/fabric");
-          o.platforms.push_back(*p);
-        }
-      } else {
-        std::fprintf(stderr, "paratune portability: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
-        return kBadInput;
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "paratune portability: %s: %s\n", a.c_str(), e.what());
-      return kBadInput;
-    }
-  }
-  if (scenario.empty() != policy.empty()) {
-    std::fprintf(stderr, "paratune portability: --scenario and --policy go together\n%s", kHelp);
-    return kBadInput;
-  }
+};
+
+int run(const PortabilityArgs& a) {
+  const std::vector<std::string>& paths = a.paths;
+  const std::vector<std::string>& partitions = a.partitions;
+  const std::string &svg_path = a.svg_path, &scenario = a.scenario, &policy = a.policy,
+                    &calibration = a.calibration;
+  LogFilter filter = a.filter;
+  if (!a.since.empty()) filter.since = parse_date(a.since);  // checked by the option's validator
+  PortabilityOptions o;
+  for (const auto& k : a.platforms) o.platforms.push_back(*parse_platform(k));  // checked likewise
+  const bool as_json = a.as_json;
   if (!scenario.empty()) {
     try {
       return what_if(scenario, policy, partitions, calibration, as_json);
@@ -272,7 +235,41 @@ int run(const std::vector<std::string>& args) {
   return from_log(paths, filter, o, as_json, svg_path);
 }
 
-Register reg({"portability", "performance portability across partitions (Pennycook's P), measured or predicted", run});
+Action setup(CLI::App& app, const std::vector<std::string>&) {
+  auto a = std::make_shared<PortabilityArgs>();
+  describe(app, kDescription);
+  app.footer(kFooter);
+  app.add_option("--log", a->paths, "tuning logs (repeatable; a directory of per-node logs, a quoted pattern)")
+      ->type_name("FILE");
+  app.add_option("--since", a->since, "only jobs that ended at or after DATE (as in paratune log)")
+      ->type_name("DATE")
+      ->check(options::parsed_by([](const std::string& v) { parse_date(v); }));
+  app.add_option("--user", a->filter.user, "only this user's jobs")->type_name("U");
+  app.add_option("--platforms", a->platforms, "the platform set H (partition/gpu/fabric,...); default: where each\n"
+                                               "model ran")
+      ->type_name("LIST")
+      ->delimiter(',')
+      ->check(options::parsed_by([](const std::string& k) {
+        if (!parse_platform(k)) throw std::invalid_argument("'" + k + "': expected partition/gpu/fabric");
+      }));
+  app.add_option("--svg", a->svg_path, "also write the efficiencies as bars per application with P")->type_name("FILE");
+  app.add_flag("--json", a->as_json, "machine-readable output");
+  auto* scenario = app.add_option("--scenario", a->scenario, "predict the portability of this scenario ...")
+                       ->type_name("FILE");
+  auto* policy = app.add_option("--policy", a->policy, "... across this site policy's partitions")->type_name("FILE");
+  scenario->needs(policy);
+  policy->needs(scenario);
+  app.add_option("--partitions", a->partitions, "with --policy: only these partitions (default: all)")
+      ->type_name("LIST")
+      ->delimiter(',')
+      ->needs(policy);
+  app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
+      ->type_name("FILE");
+  return [a] { return run(*a); };
+}
+
+Register reg{"portability", "performance portability across partitions (Pennycook's P), measured or predicted",
+             setup};
 
 }  // namespace
 }  // namespace paratune::cli

@@ -1,5 +1,7 @@
-// `paratune predict --scenario FILE [--json] [--topology FILE] [--calibration FILE]`: the prediction for the scenario's fixed layout.
+// `paratune predict --scenario FILE [--json] [--topology FILE] [--calibration FILE]`: the prediction for the
+// scenario's fixed layout.
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -8,41 +10,27 @@
 #include "command.h"
 #include "paratune/advisor/advisor.h"
 
-
 namespace paratune::cli {
 namespace {
 
 using namespace paratune::advisor;
 
-const char* kHelp =
-    "usage: paratune predict --scenario FILE [--json] [--topology FILE] [--calibration FILE]\n"
-    "\n"
+const char* kDescription =
     "Predict step time, throughput, MFU, memory per GPU and the time breakdown for the layout the scenario's\n"
     "[parallel] table fixes (missing keys take defaults: dp = the GPUs left over, sequence_parallel = tp > 1,\n"
     "the framework's default ZeRO stage and recompute). A layout that does not fit still gets a prediction,\n"
-    "with fits: false and the memory term that overflowed.\n"
-    "\n"
-    "exit status: 0 ok (also when the layout does not fit), 2 bad input (FILE:LINE:COL: field: what is valid)\n";
+    "with fits: false and the memory term that overflowed.";
+const char* kFooter =
+    "exit status: 0 ok (also when the layout does not fit), 2 bad input (FILE:LINE:COL: field: what is valid)";
 
-int run(const std::vector<std::string>& args) {
+struct PredictArgs {
   std::string scenario, topology, calibration;
   bool as_json = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
-    if (a == "--json") as_json = true;
-    else if ((a == "--scenario" || a == "-s") && i + 1 < args.size()) scenario = args[++i];
-    else if (a == "--topology" && i + 1 < args.size()) topology = args[++i];
-    else if (a == "--calibration" && i + 1 < args.size()) calibration = args[++i];
-    else {
-      std::fprintf(stderr, "paratune predict: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
-      return kBadInput;
-    }
-  }
-  if (scenario.empty()) {
-    std::fprintf(stderr, "paratune predict: --scenario FILE is required\n%s", kHelp);
-    return kBadInput;
-  }
+};
+
+int run(const PredictArgs& a) {
+  const std::string &scenario = a.scenario, &topology = a.topology, &calibration = a.calibration;
+  const bool as_json = a.as_json;
   Scenario s;
   Layout l;
   Prediction p;
@@ -74,7 +62,23 @@ int run(const std::vector<std::string>& args) {
   return kOk;
 }
 
-static Register reg{{"predict", "predict step time, MFU, memory and breakdown for a fixed layout", run}};
+Action setup(CLI::App& app, const std::vector<std::string>&) {
+  auto a = std::make_shared<PredictArgs>();
+  describe(app, kDescription);
+  app.footer(kFooter);
+  app.add_option("-s,--scenario", a->scenario, "the scenario (TOML: [model], [training], [cluster], [parallel])")
+      ->type_name("FILE")
+      ->required();
+  app.add_option("--topology", a->topology,
+                 "take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)")
+      ->type_name("FILE");
+  app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
+      ->type_name("FILE");
+  app.add_flag("--json", a->as_json, "machine-readable output");
+  return [a] { return run(*a); };
+}
+
+Register reg{"predict", "predict step time, MFU, memory and breakdown for a fixed layout", setup};
 
 }  // namespace
 }  // namespace paratune::cli

@@ -1,31 +1,22 @@
 // `paratune probe [--topology FILE | --fsroot DIR] [--nccl-topo FILE] [--gpus LIST] [--json]`: what this node (or a file) looks like.
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "options.h"
 #include "paratune/probe/probe.h"
 
 namespace paratune::cli {
 namespace {
 
-const char* kHelp =
-    "usage: paratune probe [--topology FILE | --fsroot DIR] [--nccl-topo FILE] [--gpus LIST] [--json]\n"
-    "\n"
+const char* kDescription =
     "Probe the GPUs, NICs and PCIe/NVLink paths of this node (hwloc, sysfs, ibverbs, NVML when present)\n"
-    "and print a summary, or the Topology as JSON with --json.\n"
-    "\n"
-    "  --topology FILE  read FILE instead of the live node: hwloc XML (lstopo file.xml), an NCCL topology\n"
-    "                   file (NCCL_TOPO_FILE) or `paratune probe --json` output, detected by content;\n"
-    "                   builtin:nvidia-dgx2 and builtin:lassen are compiled in (demo)\n"
-    "  --fsroot DIR     read an HWLOC_FSROOT-style copy of /sys and /proc\n"
-    "  --nccl-topo FILE lay a vendor NCCL topology file (NCCL_TOPO_FILE) over the probe: its GPU/NIC grouping\n"
-    "                   replaces the VM's virtual PCI locality for the devices it names\n"
-    "  --gpus LIST      GPU indexes of the allocation, e.g. 0,1 (default: CUDA_VISIBLE_DEVICES if set)\n"
-    "  --json           print JSON (the contract of the tuning log and of --topology)\n"
-    "\n"
-    "exit status: 0 ok, 2 bad input (unreadable or corrupt file, bad option)\n";
+    "and print a summary, or the Topology as JSON with --json.";
+const char* kFooter = "exit status: 0 ok, 2 bad input (unreadable or corrupt file, bad option)";
 
 bool parse_list(const std::string& s, std::vector<int>& out) {
   out.clear();
@@ -119,52 +110,16 @@ void print_human(const probe::Topology& t) {
   }
 }
 
-int run_probe(const std::vector<std::string>& args) {
+struct ProbeArgs {
   probe::ProbeOptions o;
-  bool json = false, have_gpus = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* name) -> const std::string* {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "paratune probe: %s needs a value\n", name);
-        return nullptr;
-      }
-      return &args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return kOk;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--topology") {
-      const auto* v = value("--topology");
-      if (!v) return kBadInput;
-      o.topology_file = *v;
-    } else if (a == "--fsroot") {
-      const auto* v = value("--fsroot");
-      if (!v) return kBadInput;
-      o.fsroot = *v;
-    } else if (a == "--nccl-topo") {
-      const auto* v = value("--nccl-topo");
-      if (!v) return kBadInput;
-      o.nccl_topo_file = *v;
-    } else if (a == "--gpus") {
-      const auto* v = value("--gpus");
-      if (!v) return kBadInput;
-      if (!parse_list(*v, o.allocated_gpus)) {
-        std::fprintf(stderr, "paratune probe: --gpus '%s': expected GPU indexes like 0,1,2\n", v->c_str());
-        return kBadInput;
-      }
-      have_gpus = true;
-    } else {
-      std::fprintf(stderr, "paratune probe: unknown option '%s' (see paratune probe --help)\n", a.c_str());
-      return kBadInput;
-    }
-  }
-  if (!o.topology_file.empty() && !o.fsroot.empty()) {
-    std::fprintf(stderr, "paratune probe: give either --topology or --fsroot, not both\n");
-    return kBadInput;
-  }
+  std::string gpus;
+  bool json = false;
+};
+
+int run_probe(ProbeArgs& a) {
+  probe::ProbeOptions& o = a.o;
+  const bool have_gpus = !a.gpus.empty();
+  if (have_gpus) parse_list(a.gpus, o.allocated_gpus);  // checked by the option's validator
   if (!have_gpus && o.topology_file.empty() && o.fsroot.empty()) {
     // The live node: CUDA_VISIBLE_DEVICES is the allocation when it lists indexes.
     if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"); cvd && *cvd) {
@@ -179,12 +134,39 @@ int run_probe(const std::vector<std::string>& args) {
     std::fprintf(stderr, "paratune probe: %s\n", e.what());
     return kBadInput;
   }
-  if (json) std::printf("%s\n", probe::to_json(t).c_str());
+  if (a.json) std::printf("%s\n", probe::to_json(t).c_str());
   else print_human(t);
   return kOk;
 }
 
-Register reg{{"probe", "what this node looks like: GPUs, NICs, PCIe/NVLink paths, fingerprint", run_probe}};
+Action setup(CLI::App& app, const std::vector<std::string>&) {
+  auto a = std::make_shared<ProbeArgs>();
+  describe(app, kDescription);
+  app.footer(kFooter);
+  auto* topology = app.add_option("--topology", a->o.topology_file,
+                                  "read FILE instead of the live node: hwloc XML (lstopo file.xml), an NCCL topology\n"
+                                  "file (NCCL_TOPO_FILE) or `paratune probe --json` output, detected by content;\n"
+                                  "builtin:nvidia-dgx2 and builtin:lassen are compiled in (demo)")
+                      ->type_name("FILE");
+  app.add_option("--fsroot", a->o.fsroot, "read an HWLOC_FSROOT-style copy of /sys and /proc")
+      ->type_name("DIR")
+      ->excludes(topology);
+  app.add_option("--nccl-topo", a->o.nccl_topo_file,
+                 "lay a vendor NCCL topology file (NCCL_TOPO_FILE) over the probe: its GPU/NIC grouping\n"
+                 "replaces the VM's virtual PCI locality for the devices it names")
+      ->type_name("FILE");
+  app.add_option("--gpus", a->gpus,
+                 "GPU indexes of the allocation, e.g. 0,1 (default: CUDA_VISIBLE_DEVICES if set)")
+      ->type_name("LIST")
+      ->check(options::parsed_by([](const std::string& v) {
+        std::vector<int> list;
+        if (!parse_list(v, list)) throw std::invalid_argument("'" + v + "': expected GPU indexes like 0,1,2");
+      }));
+  app.add_flag("--json", a->json, "print JSON (the contract of the tuning log and of --topology)");
+  return [a] { return run_probe(*a); };
+}
+
+Register reg{"probe", "what this node looks like: GPUs, NICs, PCIe/NVLink paths, fingerprint", setup};
 
 }  // namespace
 }  // namespace paratune::cli

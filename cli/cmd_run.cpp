@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "options.h"
 #include "paratune/tuning/line_assembler.h"
 #include "paratune/tuning/recognizers.h"
 #include "job/safe_file.h"
@@ -32,25 +34,20 @@ namespace {
 
 using job::UniqueFd;
 
-const char* kHelp =
-    "usage: paratune run [--report FILE] [--global-batch N] [--seq-len N] [--world-size N] -- CMD [ARGS...]\n"
-    "\n"
-    "Run CMD as a child process. Its stdout and stderr pass through unchanged; lines that carry throughput\n"
-    "figures of Megatron-LM (\"elapsed time per iteration (ms)\", \"throughput per GPU (TFLOP/s/GPU)\"),\n"
-    "DeepSpeed (\"samples per second\", \"SamplesPerSec\", \"TFLOPs\"), torchtitan (\"tps\", \"tflops\", \"mfu\"),\n"
-    "NeMo/Lightning (\"train_step_timing\") and the HF Trainer (\"train_samples_per_second\") are appended to\n"
-    "the report file as JSON lines {\"step\": N, \"step_time_s\": T, ...} (README: PARATUNE_REPORT). Out-of-memory\n"
-    "deaths (PyTorch \"CUDA/HIP out of memory\", NCCL allocation failures) and the peak memory the framework logs\n"
-    "are appended as {\"event\": \"oom\", ...} and {\"event\": \"memory\", \"peak_gib\": X}.\n"
-    "\n"
-    "  --report FILE      where to append (default: $PARATUNE_REPORT; without either nothing is written)\n"
-    "  --global-batch N   sequences per step, to turn samples/s into a step time (default $PARATUNE_GLOBAL_BATCH)\n"
-    "  --seq-len N        tokens per sequence, for tokens/s (default: the plan file $PARATUNE_PLAN)\n"
-    "  --world-size N     GPUs, for per-GPU tokens/s (default $PARATUNE_TP*PP*DP*CP)\n"
-    "\n"
+const char* kDescription =
+    "Run CMD as a child process: paratune run [OPTIONS] -- CMD [ARGS...]. Its stdout and stderr pass through\n"
+    "unchanged; lines that carry throughput figures of Megatron-LM (\"elapsed time per iteration (ms)\",\n"
+    "\"throughput per GPU (TFLOP/s/GPU)\"), DeepSpeed (\"samples per second\", \"SamplesPerSec\", \"TFLOPs\"),\n"
+    "torchtitan (\"tps\", \"tflops\", \"mfu\"), NeMo/Lightning (\"train_step_timing\") and the HF Trainer\n"
+    "(\"train_samples_per_second\") are appended to the report file as JSON lines {\"step\": N, \"step_time_s\": T,\n"
+    "...} (README: PARATUNE_REPORT). Out-of-memory deaths (PyTorch \"CUDA/HIP out of memory\", NCCL allocation\n"
+    "failures) and the peak memory the framework logs are appended as {\"event\": \"oom\", ...} and\n"
+    "{\"event\": \"memory\", \"peak_gib\": X}. Without \"--\" the command starts at the first word that is not an\n"
+    "option.";
+const char* kFooter =
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to CMD (to its process group when run\n"
     "without a terminal). exit status: CMD's own; 128+N if CMD was killed by signal N; 126/127 if CMD could not\n"
-    "be executed / found; 2 for a bad option.\n";
+    "be executed / found; 2 for a bad option.";
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
@@ -74,14 +71,6 @@ long long plan_seq_len() {
   } catch (const std::exception&) {
     return 0;
   }
-}
-
-bool parse_positive(const std::string& s, long long& out) {
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != 0 || v <= 0) return false;
-  out = v;
-  return true;
 }
 
 // Write all of `data` to fd (our stdout/stderr); false once the reader is gone.
@@ -159,44 +148,25 @@ struct Scanner {
   }
 };
 
-int run(const std::vector<std::string>& args) {
-  std::string report_path = std::getenv("PARATUNE_REPORT") ? std::getenv("PARATUNE_REPORT") : "";
+struct RunArgs {
+  std::optional<std::string> report;
+  long long global_batch = 0, seq_len = 0, world_size = 0;
+};
+
+int run(const RunArgs& args, std::vector<std::string> cmd) {
+  const char* env_report = std::getenv("PARATUNE_REPORT");
+  std::string report_path = args.report ? *args.report : env_report ? env_report : "";
   tuning::StepContext ctx;
-  ctx.global_batch = env_ll("PARATUNE_GLOBAL_BATCH");
-  {
+  ctx.global_batch = args.global_batch ? args.global_batch : env_ll("PARATUNE_GLOBAL_BATCH");
+  if (args.world_size) {
+    ctx.world_size = args.world_size;
+  } else {
     const long long tp = env_ll("PARATUNE_TP"), pp = env_ll("PARATUNE_PP"), dp = env_ll("PARATUNE_DP"),
                     cp = env_ll("PARATUNE_CP");
     if (tp && pp && dp) ctx.world_size = tp * pp * dp * (cp ? cp : 1);
   }
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") { ++i; break; }
-    if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
-    const bool has_value = i + 1 < args.size();
-    if (a == "--report" && has_value) { report_path = args[++i]; continue; }
-    if ((a == "--global-batch" || a == "--seq-len" || a == "--world-size") && has_value) {
-      long long v = 0;
-      if (!parse_positive(args[i + 1], v)) {
-        std::fprintf(stderr, "paratune run: %s needs a positive integer, got '%s'\n", a.c_str(), args[i + 1].c_str());
-        return kBadInput;
-      }
-      (a == "--global-batch" ? ctx.global_batch : a == "--seq-len" ? ctx.seq_len : ctx.world_size) = v;
-      ++i;
-      continue;
-    }
-    if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "paratune run: unknown or incomplete option '%s'\n%s", a.c_str(), kHelp);
-      return kBadInput;
-    }
-    break;  // the command starts here (no "--")
-  }
-  if (i >= args.size()) {
-    std::fprintf(stderr, "paratune run: no command given\n%s", kHelp);
-    return kBadInput;
-  }
+  ctx.seq_len = args.seq_len;
   if (ctx.seq_len == 0) ctx.seq_len = plan_seq_len();
-  std::vector<std::string> cmd(args.begin() + long(i), args.end());
 
   int out_pipe[2], err_pipe[2], exec_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC) || ::pipe2(exec_pipe, O_CLOEXEC)) {
@@ -309,7 +279,44 @@ int run(const std::vector<std::string>& args) {
   return kFailure;
 }
 
-Register reg({"run", "run a training command and record its throughput to $PARATUNE_REPORT", run});
+Action setup(CLI::App& app, const std::vector<std::string>& after_dashes) {
+  auto a = std::make_shared<RunArgs>();
+  describe(app, kDescription);
+  app.footer(kFooter);
+  app.add_option("--report", a->report,
+                 "where to append (default: $PARATUNE_REPORT; without either nothing is written)")
+      ->type_name("FILE");
+  app.add_option("--global-batch", a->global_batch,
+                 "sequences per step, to turn samples/s into a step time (default $PARATUNE_GLOBAL_BATCH)")
+      ->type_name("N")
+      ->check(options::positive_integer());
+  app.add_option("--seq-len", a->seq_len, "tokens per sequence, for tokens/s (default: the plan file $PARATUNE_PLAN)")
+      ->type_name("N")
+      ->check(options::positive_integer());
+  app.add_option("--world-size", a->world_size, "GPUs, for per-GPU tokens/s (default $PARATUNE_TP*PP*DP*CP)")
+      ->type_name("N")
+      ->check(options::positive_integer());
+  app.prefix_command();  // without "--": the command starts at the first word that is not an option
+  return [a, &app, after_dashes] {
+    // prefix_command() put the words from the first non-option on into remaining(): then that is the command, and
+    // a "--" later on is one of its own words; otherwise the command is what follows our "--".
+    std::vector<std::string> cmd = app.remaining();
+    if (!cmd.empty() && cmd.front().rfind("-", 0) == 0) {
+      std::fprintf(stderr, "paratune run: unknown option '%s'\nrun 'paratune run --help' for the options\n",
+                   cmd.front().c_str());
+      return int(kBadInput);
+    }
+    if (cmd.empty() && !after_dashes.empty()) cmd.assign(after_dashes.begin() + 1, after_dashes.end());
+    else cmd.insert(cmd.end(), after_dashes.begin(), after_dashes.end());
+    if (cmd.empty()) {
+      std::fprintf(stderr, "paratune run: no command given (paratune run [OPTIONS] -- CMD [ARGS...])\n");
+      return int(kBadInput);
+    }
+    return run(*a, std::move(cmd));
+  };
+}
+
+Register reg{"run", "run a training command and record its throughput to $PARATUNE_REPORT", setup, true};
 
 }  // namespace
 }  // namespace paratune::cli

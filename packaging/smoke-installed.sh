@@ -100,6 +100,9 @@ for page in man1/paratune.1 man5/paratune.toml.5 man8/paratune-spank.8; do
   check "man page /usr/share/man/$page.gz" test -f "$root/usr/share/man/$page.gz"
 done
 check "/usr/share/doc/paratune/copyright" test -f "$root/usr/share/doc/paratune/copyright"
+completion=$root/usr/share/bash-completion/completions/paratune
+check "bash completion $completion (generated from the CLI's options: parses, completes advise's --scenario)" \
+  bash -c "bash -n '$completion' && grep -q -- '--scenario' '$completion'"
 check "no unresolved shared libraries (CLI)" bash -c "! ldd '$cli' | grep -q 'not found'"
 check "no unresolved shared libraries (plugin)" bash -c "! ldd '$root/usr/lib/$multiarch/paratune/paratune.so' | grep -q 'not found'"
 if [ "$mode" != extract ]; then

@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config git python3 bzip2 iproute2
   libslurm-dev slurmctld slurmd slurm-client munge
   libhwloc-dev libibverbs-dev ibverbs-providers
-  libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
+  libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   groff-base man-db
   python3-torch  # tests/integration/test_framework_fsdp.sh: a real PyTorch job (CPU, gloo) under real Slurm

@@ -148,7 +148,8 @@ void validate(const Scenario& s) {
   if (s.training.global_batch <= 0) bad("training.global_batch", "must be a positive number of sequences");
   // The framework version: known, and able to run what the scenario asks for (framework_versions.h).
   try {
-    resolve_version(s.training.framework, s.training.framework_version);
+    for (const auto& [f, id] : s.training.site_versions) resolve_version(f, id);
+    version_for(s, s.training.framework);
   } catch (const std::invalid_argument& e) {
     bad("training.framework_version", e.what());
   }

@@ -1,6 +1,7 @@
 #include "tuning_record.h"
 
 #include "log_text.h"
+#include "paratune/advisor/framework_versions.h"
 #include "plan_json.h"
 
 namespace paratune::job {
@@ -26,9 +27,12 @@ json decision_record(const Decision& d) {
   for (const auto& c : d.policy_changes) changes.push_back({{"what", capped(c.what)}, {"reason", capped(c.reason)}});
   json notes = json::array();
   for (const auto& n : d.notes) notes.push_back(capped(n, 1024));
+  // The plan's framework and the version its arguments were for: calibration groups jobs by them.
   return {{"gpu_model", d.scenario.cluster.gpu},
           {"fingerprint", d.fingerprint},
           {"mode", to_string(d.mode)},
+          {"framework", advisor::to_string(d.plan.framework)},
+          {"framework_version", advisor::version_for(d.scenario, d.plan.framework).id},
           {"scenario", to_json(d.scenario)},
           {"plan", to_json(d.plan.layout)},
           {"predicted", {{"step_time_s", p.step_time_s}, {"tokens_per_s", p.tokens_per_s},
@@ -53,7 +57,8 @@ json tuning_record(const JobIdentity& job, const OptionSpec& spec, const json& d
                {"state", job.state},
                {"gpus_per_node", job.gpus_on_node},
                {"option", capped(spec.raw)}};
-  for (const char* key : {"gpu_model", "fingerprint", "mode", "scenario", "plan", "predicted"})
+  for (const char* key : {"gpu_model", "fingerprint", "mode", "framework", "framework_version", "scenario", "plan",
+                          "predicted"})
     if (decision_part.contains(key)) line[key] = decision_part[key];
   line["env_set"] = assignments(env.set);
   line["env_kept"] = assignments(env.kept);
@@ -83,7 +88,8 @@ std::string tuning_line_text(json record) {
   // Still too large (a huge user string elsewhere): keep only what identifies the job and its figures.
   json minimal = json::object();
   for (const char* key : {"version", "time", "job_id", "step_id", "user", "uid", "nodes", "gpus_per_node", "state",
-                          "gpu_model", "fingerprint", "plan", "predicted", "achieved", "ratio", "report"})
+                          "gpu_model", "fingerprint", "framework", "framework_version", "plan", "predicted",
+                          "achieved", "ratio", "report"})
     if (record.contains(key)) minimal[key] = record[key];
   minimal["truncated"] = true;
   text = dump(minimal);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "paratune/advisor/framework_versions.h"
 #include "paratune/policies/policy.h"
 
 namespace paratune::policies {
@@ -67,6 +68,10 @@ void overlay(EffectivePolicy& p, const PolicyLayer& L) {
   take(L.zero_stages, l.zero_stages, o, "limits.zero_stages", s);
   take(L.recompute, l.recompute_modes, o, "limits.recompute", s);
   take(L.frameworks, l.frameworks, o, "limits.frameworks", s);
+  for (const auto& [fw, id] : L.framework_versions) {
+    p.framework_versions[fw] = id;
+    o["framework_version." + std::string(advisor::to_string(fw))] = s;
+  }
 
   Facts& f = p.facts;
   take_opt(L.facts.gpu, f.gpu, o, "facts.gpu", s);
@@ -206,6 +211,23 @@ std::string list_enums(const std::vector<E>& v) {
 
 }  // namespace
 
+namespace {
+
+// The site's default versions: the scenario's own framework takes one when the user named none (SPEC or scenario
+// file: the user's choice wins), and every framework a search may pick instead takes its own.
+void apply_framework_versions(const EffectivePolicy& p, advisor::Scenario& s, std::vector<PolicyChange>& ch) {
+  s.training.site_versions = p.framework_versions;
+  const auto it = p.framework_versions.find(s.training.framework);
+  if (it == p.framework_versions.end() || !s.training.framework_version.empty()) return;
+  const std::string name = advisor::to_string(s.training.framework);
+  const std::string& builtin = advisor::resolve_version(s.training.framework, "").id;
+  if (it->second == builtin) return;
+  ch.push_back({name + " version " + it->second + " (paratune's default: " + builtin + ")",
+                "site default " + p.where("framework_version." + name) + " = \"" + it->second + "\""});
+}
+
+}  // namespace
+
 std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::Scenario& s) {
   std::vector<PolicyChange> ch;
   advisor::ClusterSpec& c = s.cluster;
@@ -258,14 +280,21 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
     c.nvls = *f.nvls;
   }
 
-  // Framework.
+  // Framework, then its version.
   const auto& fw = p.limits.frameworks;
   if (!fw.empty() && !contains(fw, s.training.framework)) {
     ch.push_back({std::string("framework ") + advisor::to_string(fw.front()) + " instead of " +
                       advisor::to_string(s.training.framework),
                   p.where("limits.frameworks") + " allows only " + list_enums(fw)});
+    if (!s.training.framework_version.empty()) {
+      ch.push_back({"framework_version " + s.training.framework_version + " dropped",
+                    std::string("it is a ") + advisor::to_string(s.training.framework) + " version, and " +
+                        p.where("limits.frameworks") + " replaced the framework"});
+      s.training.framework_version.clear();
+    }
     s.training.framework = fw.front();
   }
+  apply_framework_versions(p, s, ch);
 
   // User constraints beyond the limits: removed, the search picks within the limits.
   advisor::ParallelSpec& q = s.parallel;
@@ -412,6 +441,11 @@ std::string summary(const EffectivePolicy& p) {
   if (l.max_micro_batch) lim.push_back("max_micro_batch " + std::to_string(l.max_micro_batch));
   if (l.memory_headroom_gib > 0) lim.push_back("memory_headroom_gib " + fmt_number(l.memory_headroom_gib));
   line("limits: " + (lim.empty() ? std::string("none") : join(lim)));
+  if (!p.framework_versions.empty()) {
+    std::vector<std::string> versions;
+    for (const auto& [fw, id] : p.framework_versions) versions.push_back(std::string(advisor::to_string(fw)) + " " + id);
+    line("framework_version (unless the job names one): " + join(versions));
+  }
   std::vector<std::string> facts;
   const Facts& f = p.facts;
   if (f.gpu) facts.push_back("gpu " + *f.gpu);

@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/framework_versions.h"
 #include "paratune/advisor/toml_guard.h"
 #include "paratune/policies/policy.h"
 
@@ -48,7 +49,7 @@ namespace {
 constexpr const char* kTopKeys = "defaults, partition";
 constexpr const char* kSectionKeys =
     "enabled, mode, max_mode, on_by_default, on_by_default_min_gpus_per_node, users_may_opt_out, on_error, "
-    "suspect_ratio, env, limits, facts, log";
+    "suspect_ratio, framework_version, env, limits, facts, log";
 constexpr const char* kEnvKeys = "force, default, forbid, allow_override, applies_to";
 constexpr const char* kLimitKeys =
     "max_tp, max_pp, max_cp, zero_stages, recompute, frameworks, min_micro_batch, max_micro_batch, "
@@ -363,6 +364,8 @@ class Parser {
         }
       } else if (key == "suspect_ratio") {
         set = assign(L.suspect_ratio, get_number(v, p, 0, 1, false, "a number 0..1 (0 = never flag)"));
+      } else if (key == "framework_version") {
+        parse_framework_versions(v, p, L);
       } else if (key == "env") {
         if (const auto* s = want_table(v, p)) parse_env(*s, p, L);
       } else if (key == "limits") {
@@ -443,6 +446,56 @@ class Parser {
       return false;
     }
     return true;
+  }
+
+  // framework_version = { megatron = "core_v0.14", torchtitan = "main" }: one supported version per framework.
+  void parse_framework_versions(const toml::node& n, const std::string& path, PolicyLayer& L) {
+    const auto* t = n.as_table();
+    if (!t) {
+      wrong_type(n, path, "a table",
+                 "a table of FRAMEWORK = \"VERSION\", e.g. framework_version = { megatron = \"core_v0.14\" } "
+                 "(frameworks: " + std::string(kFrameworks) + ")");
+      return;
+    }
+    for (auto&& [k, v] : *t) {
+      const std::string name(k.str());
+      const std::string p = path + "." + key_part(name);
+      // The framework's own name only: an alias such as "megatron-deepspeed" (a DeepSpeed version) would mislead.
+      advisor::Framework f{};
+      bool named = true;
+      try {
+        f = advisor::framework_from_string(name);
+        named = name == advisor::to_string(f);
+      } catch (const std::invalid_argument&) {
+        named = false;
+      }
+      if (!named) {
+        error(pos_of(k.source()), p, "not a framework name", kFrameworks);
+        continue;
+      }
+      const std::string valid = version_ids(f);
+      const auto id = get_string(v, p, valid);
+      if (!id) continue;
+      bool known = !id->empty();
+      try {
+        if (known) advisor::resolve_version(f, *id);
+      } catch (const std::invalid_argument&) {
+        known = false;
+      }
+      if (!known) {
+        error(v, p, "got " + quote(*id) + ", not a supported " + name + " version", valid);
+        continue;
+      }
+      L.framework_versions[f] = *id;
+      L.positions["framework_version." + name] = pos_of(v.source());
+    }
+  }
+
+  static std::string version_ids(advisor::Framework f) {
+    std::vector<std::string> ids;
+    for (const auto& v : advisor::framework_versions())
+      if (v.framework == f) ids.push_back("\"" + v.id + "\"" + (v.is_default ? " (paratune's default)" : ""));
+    return join(ids);
   }
 
   void parse_env_map(const toml::node& n, const std::string& path, const std::string& key,

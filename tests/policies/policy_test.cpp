@@ -195,6 +195,9 @@ TEST(Parse, ShippedExampleIsValid) {
   EXPECT_FALSE(resolve(f, "cpu").enabled);
   EXPECT_EQ(resolve(f, "debug").max_mode, Mode::Suggest);
   EXPECT_EQ(resolve(f, "h100").env.force.at("NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(resolve(f, "legacy").framework_versions,
+            (std::map<Framework, std::string>{{Framework::Megatron, "core_v0.14"}, {Framework::Torchtitan, "v0.2"},
+                                              {Framework::Fsdp, "1.13"}}));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -222,7 +225,8 @@ const BadCase kBadCases[] = {
      "p.toml:1:2: default: unknown key; valid: defaults, partition"},
     {"UnknownSectionKey", "[defaults]\nmax_tp = 8\n",
      "p.toml:2:1: defaults.max_tp: unknown key; valid: enabled, mode, max_mode, on_by_default, "
-     "on_by_default_min_gpus_per_node, users_may_opt_out, on_error, suspect_ratio, env, limits, facts, log"},
+     "on_by_default_min_gpus_per_node, users_may_opt_out, on_error, suspect_ratio, framework_version, env, limits, "
+     "facts, log"},
     {"UnknownLimitKey", "[defaults.limits]\nmax_dp = 8\n",
      "p.toml:2:1: defaults.limits.max_dp: unknown key; valid: max_tp, max_pp, max_cp, zero_stages, recompute, "
      "frameworks, min_micro_batch, max_micro_batch, memory_headroom_gib"},
@@ -339,7 +343,8 @@ TEST(Parse, AllErrorsInFileOrder) {
             "p.toml:2:21: partition.opa.limits.max_tp: got 0; valid: 1..1024\n"
             "p.toml:4:8: defaults.mode: got \"x\"; valid: apply, suggest, off\n"
             "p.toml:5:1: defaults.colour: unknown key; valid: enabled, mode, max_mode, on_by_default, "
-            "on_by_default_min_gpus_per_node, users_may_opt_out, on_error, suspect_ratio, env, limits, facts, log\n"
+            "on_by_default_min_gpus_per_node, users_may_opt_out, on_error, suspect_ratio, framework_version, env, "
+            "limits, facts, log\n"
             "p.toml:7:16: defaults.limits.zero_stages[0]: got 7; valid: 0, 1, 2, 3");
   try {
     parse_policy("[defaults]\nmode = 1\nenabled = 2\n", "p.toml");

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "history.h"
+#include "paratune/tuning/scenario_json.h"
 #include "paratune/tuning/suspects.h"
 #include "paratune/tuning/tuning_log.h"
 
@@ -166,4 +167,47 @@ TEST(Suspects, LegacyFlagsWithoutABasisAreJudgedAgain) {
   EXPECT_TRUE(flagged(log.entries[1], 0.7));
   EXPECT_TRUE(flagged(log.entries[2], 0.7));  // judged with a basis at job end: kept
   EXPECT_EQ(log.entries[2].suspect_basis, "calibrated");
+}
+
+TEST(TuningLog, FrameworkVersionRoundTripsThroughTheScenarioJson) {
+  using paratune::advisor::Framework;
+  paratune::advisor::Scenario s;
+  s.model = paratune::advisor::model_preset("llama3-8b");
+  s.training.global_batch = 64;
+  s.training.framework = Framework::Torchtitan;
+  s.training.framework_version = "main";  // the user's
+  s.cluster.gpu = "h100-sxm5-80gb";
+  auto j = scenario_to_json(s);
+  EXPECT_EQ(j["training"]["framework_version"], "main");
+  EXPECT_EQ(scenario_from_json(j).training.framework_version, "main");
+  // Nobody named one: the line still says which version the prediction was for (README's default for torchtitan).
+  s.training.framework_version.clear();
+  EXPECT_EQ(scenario_to_json(s)["training"]["framework_version"], "v0.2");
+  // An id that is not one of the framework's versions is refused, naming the field and the valid ids.
+  j["training"]["framework_version"] = "core_v0.15";
+  try {
+    scenario_from_json(j);
+    FAIL() << "accepted a Megatron version for torchtitan";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("training.framework_version: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("valid: v0.2 (default), main"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TuningLog, FrameworkVersionOfALine) {
+  std::string line = synthetic_history(1);
+  auto j = nlohmann::json::parse(line);
+  j["framework"] = "megatron";
+  j["framework_version"] = "core_v0.14";
+  j["scenario"]["training"]["framework_version"] = "core_v0.14";
+  EXPECT_EQ(read_tuning_log(j.dump() + "\n").entries.at(0).framework_version(), "core_v0.14");
+  // Lines written before the top-level field: the scenario's.
+  j.erase("framework_version");
+  j["scenario"]["training"]["framework_version"] = "main";
+  EXPECT_EQ(read_tuning_log(j.dump() + "\n").entries.at(0).framework_version(), "main");
+  // Lines written before framework versions existed: unknown, not a guess.
+  j["scenario"]["training"].erase("framework_version");
+  const TuningLog old = read_tuning_log(j.dump() + "\n");
+  EXPECT_TRUE(old.problems.empty());
+  EXPECT_EQ(old.entries.at(0).framework_version(), "");
 }

@@ -4,6 +4,7 @@
 
 #include "job/log_text.h"
 #include "job/tuning_record.h"
+#include "paratune/tuning/tuning_log.h"
 
 using namespace paratune::job;
 
@@ -79,4 +80,38 @@ TEST(TuningLine, OversizeRecordIsTrimmedAndSaysSo) {
   // Positive control: a small record goes through whole, without "truncated".
   nlohmann::json small = {{"version", 1}, {"job_id", "8"}, {"scenario", {{"model", "llama"}}}};
   EXPECT_EQ(nlohmann::json::parse(tuning_line_text(small)), small);
+}
+
+TEST(TuningLine, RecordsThePlansFrameworkVersionForCalibrationToGroupBy) {
+  // A job whose version came from the site's default (nobody named one): the line says which version it ran,
+  // at the top (the plan's framework) and in the scenario, and the reader gives it back.
+  Decision d;
+  d.scenario.model = paratune::advisor::model_preset("llama3-8b");
+  d.scenario.training.global_batch = 64;
+  d.scenario.training.framework = paratune::advisor::Framework::Fsdp;
+  d.scenario.training.site_versions = {{paratune::advisor::Framework::Fsdp, "1.13"}};
+  d.scenario.cluster.gpu = "a100-sxm4-80gb";
+  d.plan.framework = paratune::advisor::Framework::Fsdp;
+  JobIdentity who;
+  who.job_id = "9";
+  const auto record = tuning_record(who, OptionSpec{}, d, EnvOutcome{}, 1700000000);
+  EXPECT_EQ(record["framework"], "fsdp");
+  EXPECT_EQ(record["framework_version"], "1.13");
+  EXPECT_EQ(record["scenario"]["training"]["framework_version"], "1.13");
+  const auto log = paratune::tuning::read_tuning_log(tuning_line_text(record) + "\n");
+  ASSERT_EQ(log.entries.size(), 1u);
+  EXPECT_EQ(log.entries[0].framework_version(), "1.13");
+  ASSERT_TRUE(log.entries[0].scenario);
+  EXPECT_EQ(log.entries[0].scenario->training.framework_version, "1.13");  // predicted again for that version
+  // Positive control: without the site's default the same job ran paratune's default FSDP version.
+  d.scenario.training.site_versions.clear();
+  EXPECT_EQ(tuning_record(who, OptionSpec{}, d, EnvOutcome{}, 1700000000)["framework_version"], "2.x");
+  // A trimmed line keeps what calibration groups by.
+  nlohmann::json big = record;
+  big["notes"] = std::string(kMaxTuningLine, 'n');
+  big["scenario"] = std::string(kMaxTuningLine, 's');
+  big["env_set"] = std::string(kMaxTuningLine, 'e');
+  const auto trimmed = nlohmann::json::parse(tuning_line_text(big));
+  EXPECT_EQ(trimmed["truncated"], true);
+  EXPECT_EQ(trimmed["framework_version"], "1.13");
 }

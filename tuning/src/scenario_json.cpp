@@ -1,5 +1,7 @@
 #include "paratune/tuning/scenario_json.h"
 
+#include "paratune/advisor/framework_versions.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -67,6 +69,14 @@ Scenario scenario_from_json(const json& j) {
   opt_num(t, "global_batch", s.training.global_batch, "training.");
   if (auto p = opt_str(t, "precision"); !p.empty()) s.training.precision = precision_from_string(p);
   if (auto f = opt_str(t, "framework"); !f.empty()) s.training.framework = framework_from_string(f);
+  // The version the job's arguments were for (logged since framework versions exist; absent: the default then).
+  if (auto v = opt_str(t, "framework_version"); !v.empty()) {
+    try {
+      s.training.framework_version = resolve_version(s.training.framework, v).id;
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("training.framework_version: ") + e.what());
+    }
+  }
   opt_bool(t, "flash_attention", s.training.flash_attention);
   opt_bool(t, "overlap_dp_comm", s.training.overlap_dp_comm);
   opt_bool(t, "compile", s.training.compile);
@@ -134,6 +144,13 @@ json scenario_to_json(const Scenario& s) {
   json training = {{"global_batch", s.training.global_batch},
                    {"precision", to_string(s.training.precision)},
                    {"framework", to_string(s.training.framework)}};
+  // The version the scenario runs, resolved (the user's, else the site's default, else paratune's), so that the
+  // line says which version the prediction was for even when nobody named one.
+  try {
+    training["framework_version"] = version_for(s, s.training.framework).id;
+  } catch (const std::invalid_argument&) {
+    if (!s.training.framework_version.empty()) training["framework_version"] = s.training.framework_version;
+  }
   if (s.training.flash_attention) training["flash_attention"] = *s.training.flash_attention;
   if (s.training.overlap_dp_comm) training["overlap_dp_comm"] = *s.training.overlap_dp_comm;
   if (s.training.compile) training["compile"] = *s.training.compile;

@@ -166,6 +166,8 @@ LogEntry entry_from(const json& j, size_t line) {
   e.gpu_model = str(j, "gpu_model");
   e.state = str(j, "state");
   e.report = str(j, "report");
+  e.plan_framework = str(j, "framework");
+  e.plan_framework_version = str(j, "framework_version");
   e.nodes = int(bounded(num(j, "nodes"), 2147483647.0));
   e.gpus_per_node = int(bounded(num(j, "gpus_per_node"), 2147483647.0));
   if (auto it = j.find("node_list"); it != j.end()) {
@@ -223,6 +225,11 @@ std::string LogEntry::fabric() const { return scenario ? advisor::to_string(scen
 
 std::string LogEntry::framework() const {
   return scenario ? advisor::to_string(scenario->training.framework) : "";
+}
+
+std::string LogEntry::framework_version() const {
+  if (!plan_framework_version.empty()) return plan_framework_version;
+  return scenario ? scenario->training.framework_version : "";  // "" on lines older than the versions
 }
 
 std::string LogEntry::model() const { return scenario ? scenario->model.name : ""; }

@@ -53,7 +53,10 @@ const FrameworkVersion& resolve_version(Framework f, const std::string& id) {
 }
 
 const FrameworkVersion& version_for(const Scenario& s, Framework f) {
-  return resolve_version(f, f == s.training.framework ? s.training.framework_version : std::string());
+  if (f == s.training.framework && !s.training.framework_version.empty())
+    return resolve_version(f, s.training.framework_version);  // the user's (SPEC or scenario file)
+  const auto site = s.training.site_versions.find(f);
+  return resolve_version(f, site == s.training.site_versions.end() ? std::string() : site->second);
 }
 
 std::string stack_problem(const Scenario& s) {

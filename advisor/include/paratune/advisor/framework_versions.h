@@ -24,7 +24,8 @@ struct FrameworkVersion {
 const std::vector<FrameworkVersion>& framework_versions();
 
 // The version a scenario runs: training.framework_version when given (for the scenario's own framework), else
-// the framework's default. Throws std::invalid_argument listing the valid ids.
+// the site policy's default for that framework (training.site_versions), else the framework's default. Throws
+// std::invalid_argument listing the valid ids.
 const FrameworkVersion& resolve_version(Framework f, const std::string& id);
 const FrameworkVersion& version_for(const Scenario& s, Framework f);
 

@@ -2,6 +2,7 @@
 // The TOML form is a public contract (README, paratune.toml(5)); load_scenario_toml lives in scenario_toml.h.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,7 +54,10 @@ struct TrainingSpec {
   int global_batch = 0;    // sequences per optimizer step
   Precision precision = Precision::Bf16;
   Framework framework = Framework::Megatron;
-  std::string framework_version;         // framework_versions() id; "" = the framework's default (site policy may set it)
+  std::string framework_version;         // framework_versions() id; "" = the site's default, else the framework's
+  // The site policy's default versions (policy framework_version = { megatron = "core_v0.14" }): the version of a
+  // framework whose framework_version is not given, the scenario's own and those a search may pick instead.
+  std::map<Framework, std::string> site_versions;
   // Physical switches the performance model needs; unset = the framework's current default.
   std::optional<bool> overlap_dp_comm;   // gradient reduce / param gather overlapped with compute (Megatron-Core
                                          // --overlap-grad-reduce, DeepSpeed overlap_comm, FSDP prefetch); false for

@@ -124,6 +124,9 @@ struct EffectivePolicy {
   OnError on_error = OnError::Open;
   double suspect_ratio = 0.7;            // achieved/predicted below this flags the job (and its nodes) as suspect
   advisor::SearchLimits limits;          // only the policy's fields: caps, allowed sets, micro-batch, head-room
+  // framework_version = { megatron = "core_v0.14", ... }: the version a job's arguments are for when the user does
+  // not name one (SPEC framework_version= or [training] framework_version win); each a framework_versions() id.
+  std::map<advisor::Framework, std::string> framework_versions;
   Facts facts;
   EnvRules env;
   LogSettings log;
@@ -162,6 +165,8 @@ struct PolicyLayer {
   std::optional<std::vector<advisor::Recompute>> recompute;
   std::optional<std::vector<advisor::Framework>> frameworks;
   std::optional<double> memory_headroom_gib;
+  // framework_version (merged framework by framework: a partition's entry replaces the default's for that one)
+  std::map<advisor::Framework, std::string> framework_versions;
   // [facts]
   Facts facts;
   // [env]
@@ -234,7 +239,9 @@ advisor::SearchLimits search_limits(const EffectivePolicy& p);
 // Fixed facts replace the probe's values in scenario.cluster; user constraints in scenario.parallel (from
 // --paratune keys or a scenario file) that break a limit are removed (the search then picks within the limits;
 // a dp fixed alongside a removed tp/pp/cp is removed too); a framework that is not allowed is replaced by the
-// first allowed one (in the policy's order). Each change is returned. Never throws for a valid policy.
+// first allowed one (in the policy's order), and a framework_version the user gave for the replaced framework is
+// dropped. The policy's framework_version defaults become scenario.training.site_versions (a version the user
+// names wins over them). Each change is returned. Never throws for a valid policy.
 std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::Scenario& s);
 
 // What to do with the job environment. `wanted`: the variables paratune wants (the plan's NCCL_*/CUDA_*, and

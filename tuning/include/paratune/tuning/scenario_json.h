@@ -13,6 +13,8 @@ namespace paratune::tuning {
 // log line does not carry today (tied_embeddings, dropout, flash_attention, overlap_dp_comm, nvls, rail_aligned)
 // are read when present, and so are the catalog overrides cluster.gpu_spec {peak_tflops, memory_gib, hbm_tbps,
 // nvlink_gbps} (written only when set), so that the job is predicted again on the baseline it was planned with.
+// training.framework_version is the version the scenario ran (written resolved: the user's, the site's default or
+// paratune's); an id that is not a supported version of training.framework is refused, naming the valid ones.
 advisor::Scenario scenario_from_json(const nlohmann::json& j);
 advisor::Layout layout_from_json(const nlohmann::json& j);
 

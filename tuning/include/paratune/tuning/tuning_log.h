@@ -53,6 +53,10 @@ struct LogEntry {
   std::optional<double> ratio() const;
   std::string fabric() const;            // the scenario's fabric, "" without a scenario
   std::string framework() const;         // the scenario's training.framework, "" without a scenario
+  // The plan's framework and the version its arguments were for: the line's "framework" / "framework_version".
+  std::string plan_framework, plan_framework_version;
+  // plan_framework_version, else the scenario's training.framework_version; "" on lines older than both.
+  std::string framework_version() const;
   std::string model() const;             // the scenario's model name (preset), "" without a scenario
   int gpus() const;                      // nodes x GPUs per node (the scenario's when known)
   // Achieved tokens/s per GPU: predicted tokens/s per GPU x ratio, or the scenario's tokens per step / achieved

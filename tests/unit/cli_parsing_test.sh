@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The `paratune` command line (CLI11, cli/app.cpp): the same help, errors, --version and exit codes for every
+# command, and a bash completion script generated from the same option tree that completes what the help lists.
+# Exit codes are the README's: 0 ok, 1 failure, 2 bad input naming the option, 3 nothing fits.
+set -uo pipefail
+cli=$1
+dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures+1)); }
+pass() { echo "ok: $*"; }
+# expect RC PATTERN ARGS...: exit status RC and PATTERN (grep -E) in stdout+stderr.
+expect() {
+  local rc=$1 pattern=$2; shift 2
+  local out got=0
+  out=$("$cli" "$@" 2>&1) || got=$?
+  if [ "$got" -ne "$rc" ]; then fail "paratune $*: exit $got, wanted $rc: $out"; return; fi
+  if ! grep -Eq -- "$pattern" <<<"$out"; then fail "paratune $*: no /$pattern/ in: $out"; return; fi
+  pass "paratune $* -> $rc /$pattern/"
+}
+
+cat > "$dir/s.toml" <<'TOML'
+[model]
+preset = "llama3-8b"
+[training]
+global_batch = 64
+[cluster]
+gpu = "a100-sxm4-80gb"
+nodes = 1
+gpus_per_node = 8
+nvlink_domain = 8
+nic_count = 4
+nic_gbps = 200
+TOML
+# 175B parameters on one 80 GB GPU: no layout fits.
+cat > "$dir/huge.toml" <<'TOML'
+[model]
+preset = "gpt3-175b"
+[training]
+global_batch = 8
+[cluster]
+gpu = "a100-sxm4-80gb"
+nodes = 1
+gpus_per_node = 1
+nvlink_domain = 1
+nic_count = 0
+nic_gbps = 0
+TOML
+
+# --- top level ------------------------------------------------------------------------------------------------
+expect 2 "Subcommands:" 
+expect 0 "^paratune [0-9][^ ]* \(built for Slurm [0-9]+\.[0-9]+\.[0-9]+\)$" --version
+expect 0 "^paratune [0-9][^ ]* \(built for Slurm" version
+expect 2 "unknown command 'frobnicate'; valid: advise, calibrate, completion, explain, log, policy, portability, predict, probe, run, summary" frobnicate
+expect 2 "unknown option '--bogus'; valid: --help, --version" --bogus
+help=$("$cli" --help)
+commands=$(sed -n 's/^  \([a-z]*\)  .*/\1/p' <<<"$help")
+[ "$(wc -w <<<"$commands")" -ge 10 ] && pass "--help lists $(wc -w <<<"$commands") commands" || fail "--help lists: $commands"
+
+# --- every command: the same help layout, the same as `paratune help COMMAND` ------------------------------------
+"$cli" completion bash > "$dir/completion.bash" || fail "completion bash"
+for c in $commands; do
+  [ "$c" = help ] && continue
+  out=$("$cli" "$c" --help 2>&1); rc=$?
+  [ $rc -eq 0 ] && grep -q "^Usage: paratune $c " <<<"$out" && grep -q "exit status" <<<"$out" \
+    && pass "$c --help: usage and exit status" || fail "$c --help (exit $rc): $out"
+  [ "$out" = "$("$cli" help "$c")" ] && pass "help $c = $c --help" || fail "help $c differs from $c --help"
+  # Every option the completion offers for the command is one its help documents (one tree, two views).
+  opts=$(sed -n "s/^    \"$c\") subs=\"[^\"]*\"; opts=\"\([^\"]*\)\".*/\1/p" "$dir/completion.bash")
+  [ -n "$opts" ] || fail "completion has no entry for $c"
+  for o in $opts; do grep -q -- "$o[ ,=]" <<<"$out" || fail "$c: completion offers $o, --help does not show it"; done
+done
+expect 0 "Usage: paratune policy check \[OPTIONS\] FILE" help policy check
+expect 2 "no command 'nope'" help nope
+
+# --- bad input: exit 2, the message names the option and what is valid ------------------------------------------
+expect 2 "^paratune advise: --scenario is required" advise
+expect 2 "^paratune advise: unknown option '--bogus'; valid: --help, --scenario, --top" advise -s "$dir/s.toml" --bogus
+expect 2 "^paratune advise: --top: expected an integer 0..1000, got 'x'" advise -s "$dir/s.toml" --top x
+expect 2 "^paratune advise: --top: expected an integer 0..1000, got '1001'" advise -s "$dir/s.toml" --top=1001
+expect 2 "^paratune explain: --framework-args: 'jax' is not a framework; valid: megatron" explain -s "$dir/s.toml" --framework-args fsdp,jax
+expect 2 "^paratune advise: --partition requires --policy" advise -s "$dir/s.toml" --partition a
+expect 2 "^paratune advise: --scenario: 1 required FILE missing" advise --scenario
+expect 2 "^paratune predict: unexpected argument 'extra'" predict -s "$dir/s.toml" extra
+expect 2 "^paratune policy: unknown sub-command 'lint'; valid: check" policy lint x
+expect 2 "^paratune policy check: FILE is required" policy check
+expect 2 "^paratune log: --since: 'yesterday': expected YYYY-MM-DD" log --since yesterday
+expect 2 "^paratune log: --threshold: expected a ratio in \(0, 10\], got '0'" log --threshold 0
+expect 2 "^paratune calibrate: --output is required" calibrate --log "$dir/x"
+expect 2 "^paratune calibrate: --holdout: expected a fraction between 0 and 1, got '1.5'" calibrate --log x -o y --holdout 1.5
+expect 2 "^paratune calibrate: --min-samples: expected an integer 0..1000000000, got '-1'" calibrate --log x -o y --min-samples -1
+expect 2 "^paratune probe: --gpus: '0,x': expected GPU indexes like 0,1,2" probe --gpus 0,x
+expect 2 "^paratune probe: --topology excludes --fsroot" probe --topology a --fsroot b
+expect 2 "^paratune run: --world-size: expected an integer > 0, got '0'" run --world-size 0 -- true
+expect 2 "^paratune run: unknown option '--repot'" run --repot x -- true
+expect 2 "^paratune run: no command given" run --report "$dir/r"
+expect 2 "^paratune completion: shell: zsh not in \{bash\}" completion zsh
+expect 2 "^paratune summary: --job: 'x1': expected a Slurm job id" summary --job x1
+expect 2 "^paratune summary: --job is required" summary --log "$dir/x"
+expect 2 "^paratune portability: --platforms: 'gpu': expected partition/gpu/fabric" portability --platforms gpu
+expect 2 "^paratune portability: --scenario requires --policy" portability --scenario "$dir/s.toml"
+# Positive controls: the same options with good values are accepted (also as --name=value).
+expect 0 '"candidates_evaluated"' advise --scenario="$dir/s.toml" --top=1 --json
+expect 0 '"step_time_s"' predict -s "$dir/s.toml" --json
+expect 3 "nothing fits" advise --scenario "$dir/huge.toml" --json
+
+# --- run: its own exit status; the command line after "--", or from the first word that is not an option --------
+expect 5 "" run -- sh -c 'exit 5'
+expect 0 "^-x -- y$" run sh -c 'echo "$@"' sh -x -- y
+expect 0 "^--report$" run -- echo --report
+
+# --- the completion script ------------------------------------------------------------------------------------
+bash -n "$dir/completion.bash" && pass "completion script parses" || fail "completion script does not parse"
+mkdir -p "$dir/cwd/confdir" && touch "$dir/cwd/conf.toml"
+complete_words() {  # complete_words WORD...: what TAB offers for the last word
+  (cd "$dir/cwd" && bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($#-1)); _paratune; echo "${COMPREPLY[*]}"' _ "$dir/completion.bash" "$@")
+}
+check_completion() {  # check_completion EXPECTED WORD...
+  local want=$1; shift
+  local got; got=$(complete_words "$@")
+  [ "$got" = "$want" ] && pass "complete '$*' -> '$got'" || fail "complete '$*': got '$got', wanted '$want'"
+}
+check_completion "advise" paratune adv
+check_completion "--scenario" paratune advise --sc
+check_completion "conf.toml confdir" paratune advise --scenario con
+check_completion "--json" paratune advise --top 3 --js
+check_completion "check" paratune policy ""
+check_completion "--partition" paratune policy check --pa
+check_completion "confdir" paratune probe --fsroot con
+check_completion "--report" paratune run --rep
+check_completion "" paratune advise --top ""
+[[ " $(complete_words paratune run -- ech) " == *" echo "* ]] && pass "run -- completes commands" || fail "run -- ech"
+
+[ "$failures" -eq 0 ] && echo "cli parsing: ok" || { echo "cli parsing: $failures failed" >&2; exit 1; }
