@@ -53,7 +53,7 @@ double shard_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l
   const int nsh = l.shard_group > 0 ? l.shard_group : l.dp * l.cp;
   const auto [per_mb_ag, per_mb_rs] = shard_pattern(R, l);
   if (nsh <= 1 || !(per_mb_ag || per_mb_rs || z >= 3)) return 0;
-  const double layer_param = R.m.P_layer / l.tp;
+  const double layer_param = R.moe.on ? moe_layer_params_per_gpu(R, l) : R.m.P_layer / l.tp;  // experts: / (ep etp)
   const double ag = per_mb_ag ? collective_s(R, p, Coll::AllGather, layer_param * R.stack.gather_bytes(), nsh, l.tp) : 0;
   const double rs = per_mb_rs || z >= 3
                         ? collective_s(R, p, Coll::ReduceScatter, layer_param * R.stack.grad_bytes(), nsh, l.tp)
