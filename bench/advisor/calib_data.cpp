@@ -372,6 +372,7 @@ RowPrediction predict_row(const Row& r, const ModelParams& p) {
   }
   std::vector<Recompute> rcs{r.l.recompute};
   if (!r.rc_known) rcs = {Recompute::None, Recompute::Selective, Recompute::Full};
+  if (!r.rc_known && r.rc_moe_no_full) rcs = {Recompute::None, Recompute::Selective};
   std::vector<Dispatcher> ds{r.l.dispatcher};
   if (!r.dispatcher_known) ds = {Dispatcher::AllToAll, Dispatcher::Flex};
   for (Dispatcher disp : ds)

@@ -24,7 +24,8 @@ struct Row {
   Framework fw = Framework::Megatron;
   Layout l;
   bool mb_known = true, vpp_known = true, rc_known = true;
-  bool dispatcher_known = true;  // MoE rows whose table names no token dispatcher: the faster of alltoall and flex
+  bool dispatcher_known = true;
+  bool rc_moe_no_full = false;   // MoE rows: an unstated recompute is none or selective (the recipes never use full)  // MoE rows whose table names no token dispatcher: the faster of alltoall and flex
   bool per_layer = false;        // KOR22 Table 4 micro-benchmark (time of one layer, fwd+bwd)
   double meas_time_s = 0;        // iteration time implied by the measured quantity and the row's formula
   std::string meas_what;         // what was measured ("TFLOP/s (eq. 3)", "tokens/s", "iteration time", ...)

@@ -87,7 +87,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   const bool moe = r_.moe.on;
   double gemm_imbalance = 0;
   const LayerCompute lc = moe ? moe_layer_compute(r_, p_, l, &gemm_imbalance) : layer_compute(r_, p_, l);
-  const double rc = recompute_s(lc, l.recompute);
+  const double rc = recompute_s(lc, l.recompute) + (moe ? moe_recompute_extra_s(r_, p_, l, lc) : 0);
   TpComm tp = tp_comm(r_, p_, l);
   if (moe) tp.per_layer *= moe_tp_comm_share(r_, l);
   const double cp = cp_comm_layer(r_, p_, l, lc);
@@ -99,7 +99,8 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
     pl.imbalance = gemm_imbalance + ep.imbalance;
   }
   pl.stack = host_bound_excess(r_, p_, l, pl.total()) +
-             p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6;
+             p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6 +
+             (moe ? moe_layer_overhead_s(r_, p_) : 0);
   r.layer_fwd_s = lc.fwd() + tp.per_layer * 2 / tp.count + cp / 3 + (pl.ep + pl.imbalance) / 3;
   r.layer_bwd_s = lc.bwd() + rc + tp.per_layer * (tp.count - 2) / tp.count + cp * 2 / 3 + (pl.ep + pl.imbalance) * 2 / 3;
 

@@ -50,14 +50,22 @@ double dispatch_combine_s(const Resolved& R, const ModelParams& p, const Layout&
     return collective_s(R, p, Coll::AllGather, full, k, 1) + collective_s(R, p, Coll::ReduceScatter, full, k, 1);
   }
   const double send = t_in * R.moe.k * row_bytes;
+  // DeepEP / HybridEP dispatch FP8 rows in FP8 runs (1 byte + a scale per 128 values) and combine in BF16 (DeepEP
+  // README: "FP8 dispatching and BF16 combining"); NCCL's all-to-all moves the 16-bit hidden states both ways.
+  const bool fp8_dispatch = l.dispatcher == Dispatcher::Flex && R.s.training.precision == Precision::Fp8;
+  const double dispatch_bytes = fp8_dispatch ? send * (1 + 4.0 / 128) / 2 : send;
   double a2a = 0;
   if (l.ep > 1) {
-    if (l.dispatcher == Dispatcher::Flex) a2a = alltoall_s(R, p, send, l.ep, l.etp, dedup_share(R, l));
-    else a2a = collective_s(R, p, Coll::AllToAll, send, l.ep, l.etp) / p.nccl_a2a_eff;
+    if (l.dispatcher == Dispatcher::Flex) {
+      const double share = dedup_share(R, l);
+      a2a = alltoall_s(R, p, dispatch_bytes, l.ep, l.etp, share) + alltoall_s(R, p, send, l.ep, l.etp, share);
+    } else {
+      a2a = 2 * collective_s(R, p, Coll::AllToAll, send, l.ep, l.etp) / p.nccl_a2a_eff;
+    }
   }
   // Expert TP > 1: the received rows are gathered in the expert-TP group, the outputs reduce-scattered back.
   const double etp = l.etp > 1 ? collective_s(R, p, Coll::AllGather, l.etp * send, l.etp, 1) : 0;
-  return 2 * (a2a + etp);
+  return a2a + 2 * etp;
 }
 
 }  // namespace
@@ -88,6 +96,10 @@ MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l,
   // The busiest rank receives f times the rows: its all-to-all lasts that much longer, and the others wait.
   mc.imbalance = (moe_imbalance_factor(R, p, l) - 1) * mc.exposed;
   return mc;
+}
+
+double moe_layer_overhead_s(const Resolved& R, const ModelParams& p) {
+  return R.moe.moe ? R.moe.mix * p.moe_layer_us * 1e-6 : 0;
 }
 
 double moe_stage_params(const Resolved& R, const Layout& l, double* expert_part) {

@@ -17,8 +17,8 @@ double t0(const ModelParams& p) { return p.gemm_t0_us * 1e-6; }
 // factor of an M-row GEMM (tile quantisation: a few hundred rows per expert run well below peak).
 double grouped_gemm_s(const Resolved& R, const ModelParams& p, double experts, double M, double N, double K) {
   if (experts <= 0 || M <= 0) return 0;
-  const double compute =
-      2 * M * N * K * experts / (R.peak_lin * gemm_shape_factor(M, N, K) * p.grouped_gemm_eff);
+  const double eff = p.grouped_gemm_eff * (R.gpu.arch == GpuArch::Hopper ? p.grouped_gemm_hopper : 1.0);
+  const double compute = 2 * M * N * K * experts / (R.peak_lin * gemm_shape_factor(M, N, K) * eff);
   const double bytes = 2 * experts * (M * K + K * N + M * N);
   return std::max(compute, bytes / R.hbm) + t0(p);
 }
@@ -43,8 +43,11 @@ double attention_proj_s(const Resolved& R, const ModelParams& p, const Layout& l
 void attention_core_s(const Resolved& R, const ModelParams& p, const Layout& l, double* fwd, double* bwd) {
   const double t = l.tp, c = l.cp, b = l.micro_batch, s = R.m.s, a = R.m.a;
   const double F_att = 2.0 * b * s * s * a * (R.moe.dqk + R.moe.dv) / (t * c);
+  // Fused attention's throughput grows with the head width (FlashAttention-3, Shah et al. 2024, FP16 forward on
+  // H100: ~497 TFLOP/s at head dim 64, ~648 at 128, ~756 at 256): (d/128)^0.4 about the fitted head-128 rate.
+  const double width = std::clamp(std::pow((R.moe.dqk + R.moe.dv) / 2 / 128, 0.4), 0.5, 1.3);
   if (R.stack.flash) {
-    *fwd = 0.5 * F_att / (R.peak * p.attn_eff_rel * R.stack.attn_gain) + 2 * t0(p);
+    *fwd = 0.5 * F_att / (R.peak * p.attn_eff_rel * R.stack.attn_gain * width) + 2 * t0(p);
     *bwd = 2.5 * *fwd;
   } else {
     const double scores = b * (a / t) * s * s / c;
@@ -115,6 +118,20 @@ LayerCompute moe_layer_compute(const Resolved& R, const ModelParams& p, const La
   c.elt_b = 2 * c.elt_f;
   if (imbalance) *imbalance = 3 * d.mix * extra;  // forward + two backward GEMMs of the busiest rank's extra rows
   return c;
+}
+
+double moe_recompute_extra_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c) {
+  if (l.recompute != Recompute::Selective) return 0;
+  const MoeDims& d = R.moe;
+  const double tok = double(l.micro_batch) * R.m.s / l.cp, t = l.tp, a = R.m.a;
+  // MLA's up-projections from the kept latents, and the norms and activation functions (elementwise: a third of
+  // the layer's forward elementwise work, about what they stream).
+  double extra = c.elt_f / 3;
+  if (d.kv_lora > 0) {
+    extra += gemm_s(R, p, tok, a * (d.dqk - d.rope + d.dv) / t, d.kv_lora);
+    if (d.q_lora > 0) extra += gemm_s(R, p, tok, a * d.dqk / t, d.q_lora);
+  }
+  return extra;
 }
 
 double moe_tp_comm_share(const Resolved& R, const Layout& l) {

@@ -58,15 +58,23 @@ LayerActs layer_acts(const Resolved& R, const ModelParams& p, const Layout& l) {
   LayerActs a;
   a.input = 2 * tok * d.h / hs;
   if (l.recompute == Recompute::Full) return a;
-  const double replicated = (4 + 2 * lin + (d.dropout ? 2 : 0)) * d.h + 2 * (x.q_lora + x.kv_lora + x.rope);
-  const double split = 2 * d.a * x.dqk + 2 * kv * x.dqk + 2 * kv * x.dv + 2 * d.a * x.dv;
+  // Selective recompute of this layer is Megatron-Core's MoE recipe set (recompute_modules core_attn, layernorm,
+  // mla_up_proj, moe_act): the norm outputs, MLA's up-projected Q/K/V and the activation-function outputs are
+  // rebuilt in the backward pass instead of kept; the norm inputs, the latents, the attention output and the fc1
+  // outputs stay.
+  const bool sel = l.recompute == Recompute::Selective;
+  const double replicated = (4 + (sel ? 0 : 2 * lin) + (d.dropout ? 2 : 0)) * d.h + 2 * (x.q_lora + x.kv_lora + x.rope);
+  const bool up_proj_kept = !(sel && x.kv_lora > 0);
+  const double split = (up_proj_kept ? 2 * d.a * x.dqk + 2 * kv * x.dqk + 2 * kv * x.dv : 0) + 2 * d.a * x.dv;
   a.attn = tok * (replicated / hs + split / t);
-  if (!R.stack.flash && l.recompute != Recompute::Selective) a.attn += 5 * (d.a / t) * d.s * tok;
-  const double act = (d.gated ? 4 : 2) + lin;
+  if (!R.stack.flash && !sel) a.attn += 5 * (d.a / t) * d.s * tok;
+  const double act = (d.gated ? 4 : 2) + (sel ? 0 : lin);
   a.dense = tok * act * d.f / t;
   if (x.moe) {
     const double load = x.cf > 0 ? x.cf : moe_imbalance_factor(R, p, l);
     const double rows = l.etp * moe_tokens_in(R, l) * x.k * load;
+    // Per expert row: its fc1 input, fc1 output(s) and activation output, and the expert output the un-permutation
+    // weights by the router probability (its backward needs it).
     a.moe = rows * (lin * d.h + act * x.fe / l.etp + 2 * d.h) + 8 * moe_tokens_in(R, l) * x.E + tok * act * x.fs / t;
   }
   return a;

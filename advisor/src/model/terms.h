@@ -107,6 +107,9 @@ double moe_imbalance_factor(const Resolved& R, const ModelParams& p, const Layou
 // (norms, permutation, activation) — at balanced routing. `imbalance` (if given) receives the extra forward+backward
 // GEMM time of the busiest rank.
 LayerCompute moe_layer_compute(const Resolved& R, const ModelParams& p, const Layout& l, double* imbalance = nullptr);
+// Selective recompute of the generalised layer is Megatron-Core's MoE set (core attention, norms, MLA
+// up-projections, activation functions): what it recomputes beyond the attention core (recompute_s).
+double moe_recompute_extra_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c);
 // Share of the dense per-layer TP collectives a layer of the mix still has: MoE layers keep the attention's two and
 // the MLP's only for shared experts or expert TP.
 double moe_tp_comm_share(const Resolved& R, const Layout& l);
@@ -124,6 +127,8 @@ struct MoeComm {
 // Whether dispatch/combine overlap another micro-batch in this layout (--overlap-moe-expert-parallel-comm).
 bool moe_a2a_overlap_on(const MoeDims& d, const Layout& l);
 MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c, double recompute);
+// Per layer (mix-averaged) and micro-batch: the MoE block's host-bound overhead (small kernels, token-count sync).
+double moe_layer_overhead_s(const Resolved& R, const ModelParams& p);
 // Multi-token prediction on the last stage: one more MoE layer and the LM head again per MTP module.
 double mtp_s(const Resolved& R, const ModelParams& p, const Layout& l, double layer_s);
 // Once-per-step terms with the experts' own data-parallel group (edp = tp cp dp / (ep etp), ranks ep etp apart).

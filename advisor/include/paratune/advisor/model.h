@@ -84,6 +84,12 @@ struct ModelParams {
                                      // benchmark routing is 1 (plus the statistical spread, computed)
   double ep_overlap = 0.5;           // share of the MoE layer's compute that hides dispatch/combine when overlapped
                                      // with another micro-batch (1F1B A2A overlap: steady state only)
+  double grouped_gemm_hopper = 0.8;  // Hopper's grouped expert GEMMs against Blackwell's (Transformer Engine runs
+                                     // them as a multi-stream set of cuBLAS GEMMs there; Blackwell has fused grouped
+                                     // kernels): prior 0.8, fitted on the H100 MoE rows
+  double moe_layer_us = 200;         // per MoE layer and micro-batch, forward + backward: the router, permutation and
+                                     // dispatcher's small kernels and the host synchronisation of the dropless
+                                     // token counts, which the GPU cannot run ahead of (prior; fitted)
 };
 
 const ModelParams& shipped_params();
