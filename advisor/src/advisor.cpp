@@ -472,7 +472,8 @@ std::string nothing_fits_message(const Scenario& s, const Evaluator& ev, const S
   const double need_nodes = std::min(1e9, std::ceil(s.cluster.nodes * st.least_mem / ev.capacity_gib()));
   const Layout& l = st.least_layout;
   return msg + "; the leanest layout (tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) +
-         " cp=" + std::to_string(l.cp) + " micro_batch=" + std::to_string(l.micro_batch) +
+         " cp=" + std::to_string(l.cp) + (l.ep > 1 ? " ep=" + std::to_string(l.ep) : std::string()) +
+         " micro_batch=" + std::to_string(l.micro_batch) +
          " zero_stage=" + std::to_string(l.zero_stage) + " recompute=" + to_string(l.recompute) + ") needs " +
          fmt("%.1f", st.least_mem) + " GiB (weights+grads+optimizer " +
          fmt("%.1f", mb.weights + mb.gradients + mb.optimizer) + ", activations " +

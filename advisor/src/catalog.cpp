@@ -292,6 +292,10 @@ const std::vector<ModelSpec>& presets() {
           MoeRouter::AuxLoss),
       MoE(M("gpt-oss-20b", 24, 2880, 64, 8, 2880, 201088, 4096, true, false, false), 32, 4, 2880, 0, 0, 64,
           MoeRouter::AuxLoss),
+      // OLMoE-1B-7B: allenai/OLMoE-1B-7B-0924 config.json (hidden 2048, 16 layers, 16 heads, 64 experts, 8 per token,
+      // intermediate 1024, vocab 50304, untied); Muennighoff et al. 2024: 6.9B total, 1.3B active.
+      MoE(M("olmoe-1b-7b", 16, 2048, 16, 16, 1024, 50304, 4096, true, false, false), 64, 8, 1024, 0, 0, 0,
+          MoeRouter::AuxLoss),
   };
   return p;
 }

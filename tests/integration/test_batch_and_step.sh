@@ -4,8 +4,8 @@
 source "$(dirname "$0")/lib.sh"
 cat > "$WORK/job.sh" <<'JOB'
 #!/bin/bash
-env | grep -E '^(PARATUNE_|NCCL_|CUDA_DEVICE_MAX)' | sort > batch.env
-srun --gpus=8 bash -c "env | grep -E '^(PARATUNE_|NCCL_|CUDA_DEVICE_MAX)' | sort" > step.env
+env | grep -E '^(PARATUNE_|NCCL_|CUDA_DEVICE_MAX|PYTORCH_)' | sort > batch.env
+srun --gpus=8 bash -c "env | grep -E '^(PARATUNE_|NCCL_|CUDA_DEVICE_MAX|PYTORCH_)' | sort" > step.env
 JOB
 job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=llama3-8b)
 echo "job $job"
