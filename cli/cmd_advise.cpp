@@ -30,12 +30,20 @@ using nlohmann::json;
 using namespace paratune::advisor;
 
 // --calibration FILE: the site's fitted efficiencies (`paratune calibrate` output) applied to this scenario.
-ModelParams load_calibration(const std::string& path, const Scenario& s) {
+Calibration read_calibration(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument(path + ":0:0: calibration: cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  return calibrated_params(parse_calibration(ss.str(), path), s);
+  return parse_calibration(ss.str(), path);
+}
+
+ModelParams load_calibration(const std::string& path, const Scenario& s) {
+  return calibrated_params(read_calibration(path), s);
+}
+
+double load_headroom(const std::string& path, const Scenario& s) {
+  return calibrated_headroom_gib(read_calibration(path), s);
 }
 
 // Scenario file + (optional) topology: [cluster] topology = "..." (relative to the scenario file) or --topology.
@@ -336,7 +344,10 @@ int run_command(const std::vector<std::string>& args, bool explaining) {
       site.all_frameworks = limits.all_frameworks;
       limits = site;
     }
-    if (!calibration.empty()) limits.params = load_calibration(calibration, s);
+    if (!calibration.empty()) {
+      limits.params = load_calibration(calibration, s);
+      limits.memory_headroom_gib += load_headroom(calibration, s);  // learned from OOMs, on top of the policy's
+    }
     plan = advise(s, limits);
     if (!policy_file.empty()) {
       const auto env_plan = policies::plan_env(policy, plan.env);

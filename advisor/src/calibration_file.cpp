@@ -61,6 +61,38 @@ std::string num(double v) {
   return s;
 }
 
+// [[memory]]: gpu, framework, headroom_gib, oom_jobs, near_limit_jobs.
+MemoryEntry memory_entry(const std::string& origin, const toml::table& t, const std::string& p) {
+  MemoryEntry e;
+  bool have_gpu = false;
+  for (const auto& [ek, ev] : t) {
+    const std::string f(ek.str());
+    if (f == "gpu") {
+      const std::string g = text(origin, ev, p + f);
+      if (!is_gpu_key(g)) fail(origin, ev, p + f, "unknown GPU '" + g + "' (see `paratune advise --help`)");
+      e.gpu = gpu_spec(g).key;
+      have_gpu = true;
+    } else if (f == "framework") {
+      const std::string fw = text(origin, ev, p + f);
+      try {
+        if (!fw.empty() && fw != "any") e.framework = to_string(framework_from_string(fw));
+      } catch (const std::invalid_argument& ex) {
+        fail(origin, ev, p + f, ex.what());
+      }
+    } else if (f == "headroom_gib") {
+      e.headroom_gib = number(origin, ev, p + f, 0, 1024);
+    } else if (f == "oom_jobs") {
+      e.oom_jobs = int(number(origin, ev, p + f, 0, 1e9));
+    } else if (f == "near_limit_jobs") {
+      e.near_limit_jobs = int(number(origin, ev, p + f, 0, 1e9));
+    } else {
+      fail(origin, ev, p + f, "unknown key; valid: gpu, framework, headroom_gib, oom_jobs, near_limit_jobs");
+    }
+  }
+  if (!have_gpu) fail(origin, t, p + "gpu", "missing (the catalog key of the GPU model)");
+  return e;
+}
+
 }  // namespace
 
 Calibration parse_calibration(std::string_view toml_text, const std::string& origin) {
@@ -144,8 +176,19 @@ Calibration parse_calibration(std::string_view toml_text, const std::string& ori
                      (e.framework.empty() ? "any" : e.framework));
         c.entries.push_back(e);
       }
+    } else if (key == "memory") {
+      if (!v.is_array_of_tables()) fail(origin, v, "memory", "must be an array of tables ([[memory]])");
+      int i = 0;
+      for (const auto& item : *v.as_array()) {
+        MemoryEntry e = memory_entry(origin, *item.as_table(), "memory[" + std::to_string(i++) + "].");
+        for (const auto& other : c.memory)
+          if (other.gpu == e.gpu && other.framework == e.framework)
+            fail(origin, item, "memory[" + std::to_string(i - 1) + "].gpu",
+                 "a second entry for " + e.gpu + " / " + (e.framework.empty() ? "any" : e.framework));
+        c.memory.push_back(e);
+      }
     } else {
-      fail(origin, v, key, "unknown key; valid: version, generated, source, [[entry]]");
+      fail(origin, v, key, "unknown key; valid: version, generated, source, [[entry]], [[memory]]");
     }
   }
   return c;
@@ -169,6 +212,16 @@ std::string to_toml(const Calibration& c) {
     out += "multinode_samples = " + std::to_string(e.multinode_samples) + "\n";
     out += "error_before = " + num(e.error_before) + "\n";
     out += "error_after = " + num(e.error_after) + "\n";
+  }
+  if (!c.memory.empty())
+    out += "\n# Memory head-room per GPU model and framework, learned from out-of-memory deaths and near-limit runs.\n";
+  for (const auto& m : c.memory) {
+    out += "\n[[memory]]\n";
+    out += "gpu = " + quoted(m.gpu) + "\n";
+    out += "framework = " + quoted(m.framework.empty() ? "any" : m.framework) + "\n";
+    out += "headroom_gib = " + num(m.headroom_gib) + "\n";
+    out += "oom_jobs = " + std::to_string(m.oom_jobs) + "\n";
+    out += "near_limit_jobs = " + std::to_string(m.near_limit_jobs) + "\n";
   }
   return out;
 }
@@ -213,6 +266,23 @@ ModelParams apply_entry(const CalibrationEntry& e, const Scenario& s, const Mode
 ModelParams calibrated_params(const Calibration& c, const Scenario& s, const ModelParams& base) {
   const CalibrationEntry* e = find_entry(c, s.cluster.gpu, s.cluster.fabric, s.training.framework);
   return e ? apply_entry(*e, s, base) : base;
+}
+
+const MemoryEntry* find_memory_entry(const Calibration& c, const std::string& gpu, Framework framework) {
+  if (!is_gpu_key(gpu)) return nullptr;
+  const std::string key = gpu_spec(gpu).key, fw = to_string(framework);
+  const MemoryEntry* any = nullptr;
+  for (const auto& m : c.memory) {
+    if (m.gpu != key) continue;
+    if (m.framework == fw) return &m;
+    if (m.framework.empty()) any = &m;
+  }
+  return any;
+}
+
+double calibrated_headroom_gib(const Calibration& c, const Scenario& s) {
+  const MemoryEntry* m = find_memory_entry(c, s.cluster.gpu, s.training.framework);
+  return m ? m->headroom_gib : 0;
 }
 
 }  // namespace paratune::advisor

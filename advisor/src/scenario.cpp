@@ -229,6 +229,9 @@ void validate(const Scenario& s) {
     bad("cluster.nvlink_domain", "must divide cluster.gpus_per_node (" + std::to_string(c.gpus_per_node) +
                                      ") or be a multiple of it (multi-node NVLink, e.g. NVL72)");
   }
+  if (c.placement && placement_nodes(*c.placement) != c.nodes)
+    bad("cluster.placement.nodes_per_leaf", "must add up to cluster.nodes (" + std::to_string(c.nodes) + "), not " +
+                                                std::to_string(placement_nodes(*c.placement)));
   if (c.nic_count < 0) bad("cluster.nic_count", "must be >= 0");
   if (c.nic_gbps < 0) bad("cluster.nic_gbps", "must be >= 0");
   if (c.nodes > 1 && (c.nic_count == 0 || c.nic_gbps <= 0) && c.nics.empty() && !from_topology)

@@ -153,11 +153,33 @@ static void parse_moe_model(const Ctx& c, const toml::table& m, ModelSpec& x) {
   get_int(c, m, "model.", "mtp_layers", x.mtp_layers, 0, 16);
 }
 
+// [cluster.placement]: nodes per leaf switch in rank order, and the oversubscription above the leaves.
+static void parse_placement(const Ctx& c, const toml::node& node, ClusterSpec& k) {
+  if (!node.is_table()) c.fail(node, "cluster.placement", "must be a table ([cluster.placement])");
+  const toml::table& t = *node.as_table();
+  check_keys(c, t, "cluster.placement.", {"nodes_per_leaf", "oversubscription"});
+  Placement p;
+  const toml::node* per_leaf = t.get("nodes_per_leaf");
+  if (!per_leaf || !per_leaf->is_array())
+    c.fail(per_leaf ? *per_leaf : node, "cluster.placement.nodes_per_leaf", "must be an array of node counts, e.g. [2, 2]");
+  for (const auto& e : *per_leaf->as_array()) {
+    const auto v = e.value<int64_t>();
+    if (!v || *v < 1 || *v > (1 << 20)) c.fail(e, "cluster.placement.nodes_per_leaf", "each entry must be 1 ... 1048576");
+    p.nodes_per_leaf.push_back(static_cast<int>(*v));
+  }
+  if (p.nodes_per_leaf.empty() || p.nodes_per_leaf.size() > 65536)
+    c.fail(*per_leaf, "cluster.placement.nodes_per_leaf", "must list 1 ... 65536 leaf switches");
+  get_num(c, t, "cluster.placement.", "oversubscription", p.oversubscription);
+  if (!(p.oversubscription >= 1 && p.oversubscription <= 64))
+    c.fail(node, "cluster.placement.oversubscription", "must be 1 ... 64 (1 = non-blocking)");
+  k.placement = p;
+}
+
 // [cluster]: the hardware, when the scenario file describes it.
 static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
   check_keys(c, cl, "cluster.", {"gpu", "nodes", "gpus_per_node", "nvlink_domain", "nic_count", "nic_gbps", "fabric",
                                   "topology", "nccl_topo_file", "rail_aligned", "nvls", "socket_ifname", "gpu_nic_path",
-                                  "cloud", "gpu_spec", "nic"});
+                                  "cloud", "gpu_spec", "nic", "placement"});
   ClusterSpec& k = s.cluster;
   if (get_str(c, cl, "cluster.", "gpu", k.gpu) && !is_gpu_key(k.gpu) && !cl.get("gpu_spec")) {
     std::string list;
@@ -209,6 +231,7 @@ static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
       k.nics.push_back(f);
     }
   }
+  if (const toml::node* pl = cl.get("placement")) parse_placement(c, *pl, k);
   apply_cluster_defaults(s, domain_given);
 }
 

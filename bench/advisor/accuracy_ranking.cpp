@@ -47,14 +47,28 @@ struct PairScore {
   double share() const { return pairs ? concordant / pairs : 0; }
 };
 
-// Pairs of different layouts measured at least 2 % apart; a predicted tie counts half. Two runs of the same layout
-// (a table's recipe repeated across container releases) differ by software, not layout: not a pair.
+// The software release a row was measured with, where its source has several (Megatron-Bridge and dgxc container
+// releases, MLPerf rounds: the id's second field); "" for sources of one release.
+std::string release_of(const Row& r) {
+  for (const char* pre : {"MB-", "DGXC-", "MLPT-"})
+    if (r.id.rfind(pre, 0) == 0) {
+      const size_t a = r.id.find('-') + 1, b = r.id.find('-', a);
+      return r.id.substr(a, b == std::string::npos ? std::string::npos : b - a);
+    }
+  return "";
+}
+
+// Pairs of different layouts measured at least 2 % apart with the same software; a predicted tie counts half. Two
+// runs of one layout, or runs of different releases (whose differences are the software's, 2-8 % for a repeated
+// recipe), are not a layout pair.
 void score_pairs(const std::vector<size_t>& idx, const std::vector<Row>& rows, const std::vector<double>& pred,
                  PairScore* s, double min_gap = 0.02) {
   for (size_t a = 0; a < idx.size(); ++a)
     for (size_t b = a + 1; b < idx.size(); ++b) {
       const double ma = rows[idx[a]].meas_time_s, mb = rows[idx[b]].meas_time_s;
-      if (std::fabs(ma / mb - 1) < min_gap || layout_key(rows[idx[a]]) == layout_key(rows[idx[b]])) continue;
+      if (std::fabs(ma / mb - 1) < min_gap || layout_key(rows[idx[a]]) == layout_key(rows[idx[b]]) ||
+          release_of(rows[idx[a]]) != release_of(rows[idx[b]]))
+        continue;
       const double pa = pred[idx[a]], pb = pred[idx[b]];
       ++s->pairs;
       if (std::fabs(pa / pb - 1) < 1e-9) s->concordant += 0.5;
@@ -95,7 +109,8 @@ void write_ranking(std::ostream& md, Report& rep, const HeldOut& held) {
      << "Groups of rows with the same model, GPU, GPU count, global batch and precision that differ only in the "
         "layout (parallel degrees, micro-batch, interleaving, ZeRO stage, recompute): the choice the advisor makes. "
         "*Pairs* is the share of pairs of different layouts measured at least 2 % apart that are ordered as "
-        "measured (two releases' runs of one recipe are not a pair). The model's "
+        "measured with the same software release (runs of different releases differ by software too: not a pair). "
+        "The model's "
         "predictions are the leave-one-source-out ones; *layout-blind* predicts every layout of a group alike "
         "(only a full recompute costs 4/3: ties count half), *rule of thumb* prefers the fewest model-parallel "
         "ranks, then the largest micro-batch. Rank-only rows (pathological sweep runs, the sweep's 80B of unknown "

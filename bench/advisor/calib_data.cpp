@@ -62,8 +62,10 @@ std::string source_of(const std::string& id) {
   if (id.rfind("DGXC", 0) == 0) return "H: dgxc-benchmarking (NeMo, BF16+FP8, H100/GB200)";
   if (id.rfind("USP25", 0) == 0) return "I: Ultra-Scale Playbook sweep (nanotron, BF16, H100)";
   if (id.rfind("FSDP23", 0) == 0) return "J: PyTorch FSDP paper (VLDB 2023, A100)";
-  if (id.rfind("ZPP23", 0) == 0 || id.rfind("ZERO20", 0) == 0 || id.rfind("ZINF21", 0) == 0)
-    return "K: DeepSpeed ZeRO papers";
+  if (id.rfind("ZPP23", 0) == 0 || id.rfind("ZERO20", 0) == 0 || id.rfind("ZINF21", 0) == 0 ||
+      id.rfind("ULY23", 0) == 0)
+    return "K: DeepSpeed ZeRO papers (DeepSpeed, V100)";
+  if (id.rfind("MLPT", 0) == 0) return "L: MLPerf Training (NeMo, FP8, H100-GB300)";
   return "F: NVIDIA NeMo / Megatron-Bridge (FP8, H100)";
 }
 
@@ -94,6 +96,7 @@ std::string gpu_key(const std::string& gpu, double mem) {
   if (has(gpu, "b200")) return "b200-sxm-180gb";
   if (has(gpu, "h200")) return "h200-sxm-141gb";
   if (has(gpu, "h100")) return "h100-sxm5-80gb";
+  if (has(gpu, "v100") && has(gpu, "sxm3")) return "v100-sxm3-32gb";
   if (has(gpu, "v100")) return mem < 20 ? "v100-sxm2-16gb" : "v100-sxm2-32gb";
   return mem < 60 ? "a100-sxm4-40gb" : "a100-sxm4-80gb";
 }
@@ -139,6 +142,8 @@ std::string skip_reason(const std::map<std::string, std::string>& f) {
   const std::string prec = lower(f.at("precision")), fw = lower(f.at("framework"));
   if (has(prec, "nvfp4")) return "NVFP4 (4-bit) is not modelled";
   if (has(fw, "maxtext") || has(fw, "paxml")) return "JAX/XLA stack (MaxText, Paxml) is not modelled";
+  if (has(fw, "with zero++"))  // the baselines of the ZeRO++ figures say "no ZeRO++ options": plain ZeRO-3
+    return "ZeRO++ (quantised, hierarchical partitions) is not modelled";
   return "";
 }
 
@@ -173,7 +178,13 @@ void fill_hardware(Row& r) {
   c.nvlink_domain = has(gpu, "nvl72") ? std::min(n, 72) : gpn;
   c.nic_count = has(gpu, "nvl72") ? 4 : 8;
   const std::string net = lower(r.f["inter_node_network"]);
-  if (has(net, "roce")) { c.fabric = Fabric::RoCE; c.nic_gbps = 200; }
+  int nics = 0, per_nic = 0;  // "InfiniBand 4x100Gbps per node"
+  const size_t x = net.find("gbps per node");
+  if (x != std::string::npos && std::sscanf(net.c_str() + net.rfind(' ', x) + 1, "%dx%dgbps", &nics, &per_nic) == 2 &&
+      nics > 0 && per_nic > 0) {
+    c.fabric = Fabric::InfiniBand; c.nic_count = nics; c.nic_gbps = per_nic;
+  } else if (has(net, "roce")) { c.fabric = Fabric::RoCE; c.nic_gbps = 200; }
+  else if (r.gen == "Volta") { c.fabric = Fabric::InfiniBand; c.nic_gbps = 100; }  // DGX-2: 8 x EDR/100 Gb (spec)
   else if (has(net, "400") || r.gen != "Ampere") { c.fabric = Fabric::InfiniBand; c.nic_gbps = 400; }
   else { c.fabric = Fabric::InfiniBand; c.nic_gbps = 200; }
   c.gpu_nic_path = "PXB";
@@ -409,6 +420,7 @@ FitSpec fit_spec() {
   f.prior = {0.80, 0.80, 0.90, 1.5, 0.65, 1.0, 0.15, 300, 0.5, 1.0, 2500, 2.0, 250, 100, 2.0, 0.8};
   f.lo = {0.40, 0.50, 0.50, 1.1, 0.25, 0.3, 0.02, 20, 0.05, 0.60, 100, 1.0, 30, 5, 1.0, 0.4};
   f.hi = {0.98, 1.10, 1.30, 1.9, 1.20, 4.0, 0.80, 3000, 0.95, 1.05, 20000, 5.0, 2000, 3000, 2.0, 1.05};
+  f.pull = std::vector<double>(f.prior.size(), 1.0);
   return f;
 }
 
@@ -416,7 +428,8 @@ ModelParams apply_params(const ModelParams& base, const std::vector<double>& x) 
   ModelParams p = base;
   const double a = x[0], hr = x[1];
   p.gemm_eff[int(GpuArch::Ampere)] = a;
-  p.gemm_eff[int(GpuArch::Volta)] = a * 0.90;       // prior ratios (not fitted: no V100/Turing/Ada rows)
+  p.gemm_eff[int(GpuArch::Volta)] = a * 0.90;       // prior ratios (not fitted: the V100 rows are all ZeRO-3,
+                                                    // whose host cost they constrain instead)
   p.gemm_eff[int(GpuArch::Pascal)] = a * 0.80;
   p.gemm_eff[int(GpuArch::Turing)] = a * 0.80;
   p.gemm_eff[int(GpuArch::Ada)] = a * 0.85;
@@ -528,7 +541,7 @@ ModelParams fit_where(const std::vector<Row>& rows, const ModelParams& start,
     double reg = 0;
     for (size_t i = 0; i < n; ++i) {
       const double d = std::log(x[i] / spec.prior[i]);
-      reg += d * d;
+      reg += spec.pull[i] * d * d;
     }
     return sum / wsum + 0.002 * reg;
   };

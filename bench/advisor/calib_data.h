@@ -53,6 +53,7 @@ RowPrediction predict_row(const Row& r, const ModelParams& p);
 struct FitSpec {
   std::vector<std::string> names;
   std::vector<double> prior, lo, hi;
+  std::vector<double> pull;  // weight of the pull towards the prior: 1 for a physical prior, less for an assumed one
 };
 FitSpec fit_spec();
 ModelParams apply_params(const ModelParams& base, const std::vector<double>& x);

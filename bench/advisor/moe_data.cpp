@@ -90,7 +90,7 @@ void fill_layout(Row& r, bool mlperf) {
   r.rc_known = has(rc, "none");
   l.recompute = Recompute::None;
   // Unstated recompute: the recipe configs of these MoE models (Megatron-Bridge perf recipes; data/calibration
-  // README §5) use none or module-selective recompute, never full: predict_row tries none and selective.
+  // README §7) use none or module-selective recompute, never full: predict_row tries none and selective.
   r.rc_moe_no_full = true;
   const std::string disp = lower(r.f["token_dispatcher"]);
   r.dispatcher_known = has(disp, "flex") || has(disp, "alltoall");

@@ -26,6 +26,10 @@ struct Allocation {
 // user set them (slurm.fault_spoof). Throws std::invalid_argument naming the variable when a value is malformed.
 Allocation allocation_from_env(const JobEnvironment& env, bool batch_step);
 
+// The number of components of a heterogeneous job (SLURM_HET_SIZE, which Slurm sets in every step of one);
+// 0 when the job is not heterogeneous. A malformed value counts as heterogeneous (1000): never plan on a guess.
+int het_job_components(const JobEnvironment& env);
+
 // "0,1,3" → {0,1,3}; ranges "0-3" are accepted too (Slurm writes them in some versions).
 std::vector<int> parse_index_list(const std::string& name, const std::string& text);
 

@@ -29,10 +29,14 @@ TEST(PublishedRows, WhatTheModelCannotDescribeIsCountedOut) {
   std::map<std::string, int> skipped;
   const auto rows = calib::load_rows(extra_csv(), &error, &skipped);
   ASSERT_TRUE(error.empty()) << error;
-  // data/calibration/README.md: 18 NVFP4 rows in the Megatron-Bridge archive; MaxText 22 + Paxml 13 in dgxc.
-  EXPECT_EQ(skipped["NVFP4 (4-bit) is not modelled"], 18);
+  // data/calibration/README.md: 547 rows; NVFP4: 18 in the Megatron-Bridge archive + 6 MLPerf v5.1; MaxText 22 +
+  // Paxml 13 in dgxc; 21 ZeRO++ rows (20 figure labels + 1 tutorial run); context-only: 3 ZeRO (2020) + 20 ZeRO-3
+  // baselines of the ZeRO++ figures + 1 tutorial baseline + 1 Ulysses.
+  EXPECT_EQ(skipped["NVFP4 (4-bit) is not modelled"], 18 + 6);
   EXPECT_EQ(skipped["JAX/XLA stack (MaxText, Paxml) is not modelled"], 35);
-  EXPECT_EQ(rows.size(), 460u - 18 - 35);
+  EXPECT_EQ(skipped["ZeRO++ (quantised, hierarchical partitions) is not modelled"], 21);
+  EXPECT_EQ(skipped["context-only"], 3 + 20 + 1 + 1);
+  EXPECT_EQ(rows.size(), 547u - 24 - 35 - 21 - 25);
   // Positive control: a BF16 NeMo row of dgxc-benchmarking is in, as H100, with its stated step time.
   const auto* r = find_row(rows, "DGXC-24.11.1-H100-LLAMA3-8B-BF16-8g");
   ASSERT_NE(r, nullptr);
@@ -60,7 +64,8 @@ TEST(PublishedRows, ChosenRunsArePredictedWithinTheReportedTolerance) {
   std::string error;
   const auto rows = calib::load_rows(extra_csv(), &error);
   struct Pin { const char* id; double tolerance; };
-  // Tolerances: the held-out source's MAPE in docs/accuracy.md, rounded up (H 6.5 %, I 18.1 %, G 15.9 %).
+  // Tolerances: the held-out source's MAPE in docs/accuracy.md, rounded up (H 6.0 %, I 17.8 %), and for the
+  // Blackwell NVL72 rows the spread the report shows (GB300 runs up to ~18 % faster than the model predicts).
   const Pin pins[] = {
       {"DGXC-24.11.1-H100-LLAMA3-70B-BF16-64g", 0.10},   // NeMo, BF16, H100
       {"DGXC-24.11.1-H100-LLAMA3-70B-FP8-64g", 0.10},    // NeMo, FP8 delayed, H100

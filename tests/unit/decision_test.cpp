@@ -54,11 +54,11 @@ TEST(Decision, EnvironmentContract) {
                         "PARATUNE_ZERO_STAGE", "PARATUNE_RECOMPUTE", "PARATUNE_SEQUENCE_PARALLEL",
                         "PARATUNE_PREDICTED_STEP_S", "PARATUNE_PREDICTED_TOKENS_PER_S", "PARATUNE_FINGERPRINT",
                         "PARATUNE_PLAN", "PARATUNE_REPORT", "PARATUNE_FRAMEWORK", "PARATUNE_FRAMEWORK_VERSION",
-                        "PARATUNE_ARGS"})
+                        "PARATUNE_ARGS", "PARATUNE_ARGS_TEXT"})
     EXPECT_TRUE(n.count(v)) << v;
   // Every variable carries a reason, and apply mode adds the advisor's NCCL/CUDA settings.
   for (const auto& e : env) EXPECT_FALSE(e.reason.empty()) << e.name;
-  EXPECT_EQ(env.size(), 19 + d.plan.env.size());
+  EXPECT_EQ(env.size(), 20 + d.plan.env.size());
   EXPECT_FALSE(n.count("PARATUNE_MASTER_ADDR")) << "no node list given: no rendezvous host";
   EXPECT_EQ(kv_of(env)["PARATUNE_ARGS"], "/x/megatron.args");
   std::map<std::string, std::string> kv;

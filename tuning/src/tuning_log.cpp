@@ -6,6 +6,7 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "paratune/advisor/catalog.h"
 #include "paratune/tuning/scenario_json.h"
 
 namespace paratune::tuning {
@@ -119,9 +120,40 @@ std::optional<double> step_from_tokens(const json& achieved, const std::optional
   return std::isfinite(step) && step > 0 ? std::optional<double>(step) : std::nullopt;
 }
 
+// A logged size in GiB: positive, finite and below 1 PiB, else absent.
+std::optional<double> gib(const json& j, const char* key) {
+  const auto v = num(j, key);
+  return v && *v >= 0 && *v < 1048576 ? v : std::nullopt;
+}
+
+std::optional<OomRecord> oom_from(const json& j) {
+  const auto it = j.find("oom");
+  if (it == j.end() || !it->is_object()) return std::nullopt;
+  OomRecord o;
+  o.kind = str(*it, "kind");
+  if (o.kind.empty()) o.kind = "unknown";
+  o.tried_gib = gib(*it, "tried_gib");
+  o.capacity_gib = gib(*it, "capacity_gib");
+  o.free_gib = gib(*it, "free_gib");
+  o.predicted_gib = gib(*it, "predicted_memory_gib");
+  o.message = str(*it, "message").substr(0, 512);
+  return o;
+}
+
+void read_predicted(const json& p, LogEntry& e) {
+  e.predicted_step_s = num(p, "step_time_s").value_or(0);
+  e.predicted_tokens_per_s = num(p, "tokens_per_s").value_or(0);
+  e.predicted_tokens_per_s_per_gpu = num(p, "tokens_per_s_per_gpu").value_or(0);
+  e.predicted_memory_gib = gib(p, "memory_gib_per_gpu").value_or(0);
+  if (auto c = p.find("calibrated"); c != p.end() && c->is_boolean()) e.predicted_calibrated = c->get<bool>();
+}
+
 LogEntry entry_from(const json& j, size_t line) {
   LogEntry e;
   e.line = line;
+  e.step_id = str(j, "step_id");
+  if (auto t = j.find("truncated"); t != j.end() && t->is_boolean()) e.truncated = t->get<bool>();
+  e.oom = oom_from(j);
   e.time = static_cast<long long>(bounded(num(j, "time"), 9.2e18));
   if (const auto it = j.find("time"); it != j.end() && it->is_string()) {
     // Lines written by other tools carry ISO-8601 times; one that does not parse is absent (0), like a bad number.
@@ -160,11 +192,7 @@ LogEntry entry_from(const json& j, size_t line) {
       e.scenario_problem = std::string("plan: ") + ex.what();
     }
   }
-  if (auto it = j.find("predicted"); it != j.end() && it->is_object()) {
-    e.predicted_step_s = num(*it, "step_time_s").value_or(0);
-    e.predicted_tokens_per_s = num(*it, "tokens_per_s").value_or(0);
-    if (auto c = it->find("calibrated"); c != it->end() && c->is_boolean()) e.predicted_calibrated = c->get<bool>();
-  }
+  if (auto it = j.find("predicted"); it != j.end() && it->is_object()) read_predicted(*it, e);
   if (auto it = j.find("achieved"); it != j.end() && it->is_object()) {
     if (auto v = num(*it, "median_step_time_s"); v && *v > 0) e.achieved_step_s = v;
     else e.achieved_step_s = step_from_tokens(*it, e.scenario);
@@ -172,6 +200,7 @@ LogEntry entry_from(const json& j, size_t line) {
     if (auto v = num(*it, "p90_step_time_s"); v && *v > 0) e.achieved_p90_s = v;
     // Bounded like every other count: 1e300 steps would make size_t(...) undefined behaviour.
     e.achieved_steps = size_t(std::max(0.0, bounded(num(*it, "steps"), 9.0e15)));
+    e.peak_memory_gib = gib(*it, "peak_memory_gib");
   }
   if (auto it = j.find("suspect"); it != j.end() && it->is_object()) {
     e.flagged = true;
@@ -194,6 +223,34 @@ std::string LogEntry::fabric() const { return scenario ? advisor::to_string(scen
 
 std::string LogEntry::framework() const {
   return scenario ? advisor::to_string(scenario->training.framework) : "";
+}
+
+std::string LogEntry::model() const { return scenario ? scenario->model.name : ""; }
+
+int LogEntry::gpus() const {
+  if (scenario) return scenario->cluster.nodes * scenario->cluster.gpus_per_node;
+  return nodes * gpus_per_node;
+}
+
+std::optional<double> LogEntry::predicted_per_gpu() const {
+  if (predicted_tokens_per_s_per_gpu > 0) return predicted_tokens_per_s_per_gpu;
+  if (predicted_tokens_per_s > 0 && gpus() > 0) return predicted_tokens_per_s / gpus();
+  return std::nullopt;
+}
+
+std::optional<double> LogEntry::achieved_tokens_per_s_per_gpu() const {
+  const auto r = ratio();
+  const auto p = predicted_per_gpu();
+  if (r && p) return *p * *r;
+  if (!achieved_step_s || !scenario || gpus() <= 0) return std::nullopt;
+  const double tokens = double(scenario->training.global_batch) * double(scenario->model.seq_len);
+  if (!(tokens > 0)) return std::nullopt;
+  return tokens / *achieved_step_s / gpus();
+}
+
+double LogEntry::gpu_memory_gib() const {
+  if (!scenario || !advisor::is_gpu_key(scenario->cluster.gpu)) return 0;
+  return advisor::effective_gpu(scenario->cluster).memory_gib;
 }
 
 TuningLog read_tuning_log(std::string_view content, const ReadLimits& lim) {

@@ -36,7 +36,10 @@ double group_busbw_gbps(const Resolved& R, const ModelParams& p, int k, int stri
   // (rail-aligned ring: busbw = NIC aggregate when the whole node is in one group, nccl #812: 192 GB/s on 8x HDR;
   // NCCL runs one channel per NIC, so a ring through an NVL72 rack leaves it on as many NICs as the rack has).
   const double island_net = R.node_net_gbps * double(island) / R.G;
-  const double net = island_net * per_island / island;
+  double net = island_net * per_island / island;
+  // Leaf switches of the allocation (placement.h): rings whose hops leave a leaf share its uplinks (node islands).
+  if (R.s.cluster.placement && island == R.G)
+    net *= placement_bandwidth_factor(*R.s.cluster.placement, islands, std::max(1, stride / R.G));
   return std::min(net, per_island > 1 ? intra : 1e9);
 }
 

@@ -1,6 +1,7 @@
 // Communication inside a micro-batch: tensor-parallel collectives, the context-parallel ring, and the per-layer
 // parameter gathers and gradient reduce-scatters of ZeRO-3 / FSDP (docs/model.md §4-5).
 #include <algorithm>
+#include <cmath>
 
 #include "terms.h"
 
@@ -54,11 +55,19 @@ double shard_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l
   const auto [per_mb_ag, per_mb_rs] = shard_pattern(R, l);
   if (nsh <= 1 || !(per_mb_ag || per_mb_rs || z >= 3)) return 0;
   const double layer_param = R.moe.on ? moe_layer_params_per_gpu(R, l) : R.m.P_layer / l.tp;  // experts: / (ep etp)
-  const double ag = per_mb_ag ? collective_s(R, p, Coll::AllGather, layer_param * R.stack.gather_bytes(), nsh, l.tp) : 0;
-  const double rs = per_mb_rs || z >= 3
-                        ? collective_s(R, p, Coll::ReduceScatter, layer_param * R.stack.grad_bytes(), nsh, l.tp)
-                        : 0;
-  const double fwd_window = lc.fwd() + tp_layer / 2, bwd_window = lc.bwd() + recompute + tp_layer / 2;
+  // How many collectives a layer's parameters take: FSDP and Megatron-FSDP gather one wrapped block at once;
+  // DeepSpeed ZeRO-3 gathers in prefetch buckets of stage3_prefetch_bucket_size = 5e7 elements and reduces in
+  // reduce_bucket_size = 5e8 (DeepSpeed's config defaults), each collective paying the ring's latency.
+  const bool ds = R.stack.framework == Framework::DeepSpeed;
+  const double n_ag = ds ? std::ceil(layer_param / 5e7) : 1, n_rs = ds ? std::ceil(layer_param / 5e8) : 1;
+  const double ag =
+      per_mb_ag ? n_ag * collective_s(R, p, Coll::AllGather, layer_param * R.stack.gather_bytes() / n_ag, nsh, l.tp) : 0;
+  const double rs =
+      per_mb_rs || z >= 3
+          ? n_rs * collective_s(R, p, Coll::ReduceScatter, layer_param * R.stack.grad_bytes() / n_rs, nsh, l.tp)
+          : 0;
+  const double hide = ds && z >= 3 ? p.ds_zero3_overlap : 1.0;
+  const double fwd_window = hide * (lc.fwd() + tp_layer / 2), bwd_window = hide * (lc.bwd() + recompute + tp_layer / 2);
   return exposed(R, p, ag, fwd_window) + exposed(R, p, (z >= 3 ? ag : 0) + rs, bwd_window);
 }
 

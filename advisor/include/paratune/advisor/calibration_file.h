@@ -30,11 +30,22 @@ struct CalibrationEntry {
   double error_after = 0;      // the same with this entry applied
 };
 
+// Memory head-room per GPU model and framework, learned from jobs that died of OOM or ran near the limit
+// (tuning/memory_headroom.h): added to the model's memory reserve (Evaluator::headroom_gib) when advising.
+struct MemoryEntry {
+  std::string gpu;             // catalog key
+  std::string framework;       // to_string(Framework); "" = any framework
+  double headroom_gib = 0;     // extra reserve per GPU
+  int oom_jobs = 0;            // evidence: jobs that died of an out-of-memory error
+  int near_limit_jobs = 0;     //           jobs whose logged peak was near the GPU's memory
+};
+
 struct Calibration {
   int version = 1;
   std::string generated;       // ISO-8601 time the file was written (informational)
   std::string source;          // what it was fitted from (informational)
   std::vector<CalibrationEntry> entries;
+  std::vector<MemoryEntry> memory;  // [[memory]]
 };
 
 // Parse a calibration file's text (TOML). Throws std::invalid_argument "ORIGIN:LINE:COL: field: what is valid".
@@ -54,5 +65,11 @@ const CalibrationEntry* find_entry(const Calibration& c, const std::string& gpu,
 // scenario's training.framework.
 ModelParams apply_entry(const CalibrationEntry& e, const Scenario& s, const ModelParams& base = shipped_params());
 ModelParams calibrated_params(const Calibration& c, const Scenario& s, const ModelParams& base = shipped_params());
+
+// The [[memory]] entry for a GPU model and framework (the framework's own first, then a framework-less one).
+const MemoryEntry* find_memory_entry(const Calibration& c, const std::string& gpu, Framework framework);
+// Its head-room for the scenario's GPU and training.framework, 0 when none: what the caller adds to
+// SearchLimits::memory_headroom_gib (on top of the policy's).
+double calibrated_headroom_gib(const Calibration& c, const Scenario& s);
 
 }  // namespace paratune::advisor

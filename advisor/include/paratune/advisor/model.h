@@ -46,6 +46,11 @@ struct ModelParams {
   // Host time per layer and micro-batch that the GPU cannot run ahead of (synchronising hooks, blocking
   // collectives issued from Python, allocator calls): paid on top of the layer's time. 0 until fitted.
   double layer_overhead_us[5] = {0, 0, 0, 0, 0};
+  // The share of a layer's compute that hides DeepSpeed ZeRO-3's parameter gathers and gradient reduce-scatters:
+  // its hooks fetch parameters module by module in prefetch buckets and wait on them (stage3_max_live_parameters,
+  // per-parameter synchronisation), where FSDP and Megatron-FSDP prefetch a whole block a layer ahead (1.0). 0.5,
+  // assumed: the only rows that would fit it (the ZeRO++ paper's figure labels) are context-only.
+  double ds_zero3_overlap = 0.5;
   // Elementwise HBM traffic of eager PyTorch stacks (FSDP, torchtitan, DeepSpeed's HF models) relative to
   // Megatron-Core's fused kernels: unfused RMSNorm, rotary, SwiGLU and residual adds each read and write their
   // tensors (prior 2; torch.compile then applies compile_elt_scale).

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "paratune/advisor/placement.h"
+
 namespace paratune::advisor {
 
 enum class Framework { Megatron, DeepSpeed, Fsdp, Torchtitan, Nemo };
@@ -139,6 +141,9 @@ struct ClusterSpec {
   bool nvls = false;               // NVLink SHARP available and healthy (NVSwitch gen3+, Fabric Manager up)
   std::string socket_ifname;       // bootstrap/socket interface for NCCL_SOCKET_IFNAME, when known
   std::string nccl_version;        // when known ("2.21.5")
+  // Where the job's nodes sit under the leaf switches (from Slurm's topology; TOML [cluster.placement]); unset =
+  // not known, every node pair gets the NICs' full bandwidth.
+  std::optional<Placement> placement;
 };
 
 // In `predict`, a fully given layout; in `advise`, constraints (unset = free).
