@@ -97,18 +97,21 @@ std::string layout_text(const Layout& l) {
   std::snprintf(b, sizeof b, "tp=%d pp=%d dp=%d cp=%d vpp=%d mb=%d zero=%d rc=%s%s%s", l.tp, l.pp, l.dp, l.cp,
                 l.virtual_stages, l.micro_batch, l.zero_stage, to_string(l.recompute), l.sequence_parallel ? " sp" : "",
                 l.shard_group > 0 ? (" hsdp=" + std::to_string(l.shard_group)).c_str() : "");
-  return b;
+  std::string out = b;
+  if (l.ep > 1 || l.etp > 1)  // expert parallelism (MoE)
+    out += " ep=" + std::to_string(l.ep) + " etp=" + std::to_string(l.etp) + " dispatcher=" + to_string(l.dispatcher);
+  return out;
 }
 
 // A bar of `width` characters for the breakdown, scaled to `scale` seconds.
 std::string breakdown_bar(const Breakdown& b, double scale, int width) {
   const double v[] = {b.compute, b.recompute, b.tp_comm, b.cp_comm, b.pp_bubble, b.pp_comm, b.dp_comm_exposed,
-                      b.optimizer, b.other};
-  const char c[] = {'#', 'r', 't', 'c', 'b', 'p', 'd', 'o', '.'};
+                      b.optimizer, b.other, b.ep_comm, b.moe_imbalance};
+  const char c[] = {'#', 'r', 't', 'c', 'b', 'p', 'd', 'o', '.', 'e', 'i'};
   std::string out;
   double acc = 0;
   int drawn = 0;
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 11; ++i) {
     acc += v[i];
     const int upto = int(acc / scale * width + 0.5);
     for (; drawn < upto && drawn < width; ++drawn) out += c[i];
@@ -117,7 +120,7 @@ std::string breakdown_bar(const Breakdown& b, double scale, int width) {
 }
 
 const char* kLegend = "bar: # compute  r recompute  t TP comm  c CP comm  b pipeline bubble  p PP comm  "
-                      "d DP/ZeRO comm exposed  o optimizer  . other";
+                      "d DP/ZeRO comm exposed  o optimizer  . other  e EP all-to-all  i MoE load imbalance";
 
 void print_breakdown(const Prediction& p) {
   const Breakdown& b = p.breakdown;
@@ -125,6 +128,8 @@ void print_breakdown(const Prediction& p) {
               "  dp_comm_exposed %.3f  optimizer %.3f  other %.3f\n",
               b.compute, b.recompute, b.tp_comm, b.cp_comm, b.pp_bubble, b.pp_comm, b.dp_comm_exposed, b.optimizer,
               b.other);
+  if (b.ep_comm > 0 || b.moe_imbalance > 0)  // MoE: dispatch/combine all-to-all and the busiest expert rank's excess
+    std::printf("  moe (s): ep_comm (all-to-all, exposed) %.3f  moe_imbalance %.3f\n", b.ep_comm, b.moe_imbalance);
   const MemoryBreakdown& m = p.memory;
   std::printf("  memory (GiB/GPU): %.1f of %.1f  [weights %.1f  grads %.1f  optimizer %.1f  activations %.1f  logits "
               "%.1f  buffers %.1f  reserve %.1f]%s\n",
@@ -172,7 +177,8 @@ constexpr Term kTerms[] = {{"compute", &Breakdown::compute},         {"recompute
                            {"tp_comm", &Breakdown::tp_comm},         {"cp_comm", &Breakdown::cp_comm},
                            {"pp_bubble", &Breakdown::pp_bubble},     {"pp_comm", &Breakdown::pp_comm},
                            {"dp_comm_exposed", &Breakdown::dp_comm_exposed}, {"optimizer", &Breakdown::optimizer},
-                           {"other", &Breakdown::other}};
+                           {"other", &Breakdown::other},     {"ep_comm", &Breakdown::ep_comm},
+                           {"moe_imbalance", &Breakdown::moe_imbalance}};
 
 int explain(const Scenario& s, const Plan& plan, const std::vector<std::string>& notes,
             const std::vector<policies::PolicyChange>& changes, bool as_json) {

@@ -54,6 +54,41 @@ bool supports_recompute(Framework f, Recompute r) {
   return !(f == Framework::Fsdp && r == Recompute::Selective);
 }
 
+bool hopper_plus(const Scenario& s) {
+  if (!is_gpu_key(s.cluster.gpu)) return false;
+  const GpuArch a = effective_gpu(s.cluster).arch;
+  return a == GpuArch::Hopper || a == GpuArch::Blackwell;
+}
+
+// Expert parallelism (docs/model.md §9): "parallel folding" — the experts' etp x ep x edp ranks are the attention's
+// tp x cp x dp; what each framework's MoE runs.
+std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) {
+  const ModelSpec& m = s.model;
+  if (l.ep < 1 || l.etp < 1) return "ep and etp must be >= 1";
+  if (!m.is_moe()) return l.ep > 1 || l.etp > 1 ? "ep/etp > 1 needs a mixture-of-experts model (moe_experts)" : "";
+  const bool mcore = f == Framework::Megatron || f == Framework::Nemo;
+  if (!mcore && f != Framework::Torchtitan && (l.ep > 1 || l.etp > 1))
+    return std::string(to_string(f)) + ": expert parallelism is planned for megatron, nemo and torchtitan only";
+  if (m.moe_experts % l.ep) return "ep = " + std::to_string(l.ep) + " must divide moe_experts (" +
+                                   std::to_string(m.moe_experts) + ")";
+  const long folded = long(l.tp) * l.cp * l.dp;
+  if (folded % (long(l.ep) * l.etp))
+    return "ep*etp = " + std::to_string(l.ep * l.etp) + " must divide tp*cp*dp = " + std::to_string(folded) +
+           " (the experts fold into the attention's ranks)";
+  const int fe = m.moe_ffn_hidden > 0 ? m.moe_ffn_hidden : m.ffn_hidden;
+  if (fe > 0 && fe % l.etp) return "etp = " + std::to_string(l.etp) + " must divide moe_ffn_hidden";
+  if (l.tp > 1 && !l.sequence_parallel && mcore)
+    return "Megatron-Core MoE with tp > 1 needs sequence_parallel (the dispatcher takes the SP shards)";
+  if (f == Framework::Torchtitan && l.dispatcher != Dispatcher::AllToAll)
+    return "torchtitan: its expert parallelism dispatches with all-to-all";
+  if (f == Framework::Torchtitan && l.etp != 1 && l.etp != l.tp)
+    return "torchtitan: expert_tensor_parallel_degree must be 1 or tensor_parallel_degree";
+  if (l.dispatcher == Dispatcher::Flex && !hopper_plus(s))
+    return "dispatcher flex (DeepEP / HybridEP kernels) needs Hopper or Blackwell GPUs";
+  if (l.zero_stage >= 3 && mcore) return "zero_stage 3 (Megatron-FSDP) with experts is not modelled; use 0 or 1";
+  return "";
+}
+
 }  // namespace
 
 Layout layout_from_scenario(const Scenario& s) {
@@ -69,6 +104,9 @@ Layout layout_from_scenario(const Scenario& s) {
   l.zero_stage = p.zero_stage.value_or(default_zero(s.training.framework));
   l.recompute = p.recompute.value_or(default_recompute(s.training.framework));
   l.sequence_parallel = p.sequence_parallel.value_or(l.tp > 1);
+  l.ep = p.ep.value_or(1);
+  l.etp = p.etp.value_or(1);
+  l.dispatcher = p.dispatcher.value_or(Dispatcher::AllToAll);
   return l;
 }
 
@@ -108,6 +146,7 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
     if (l.zero_stage < 2) return "shard_group (hybrid sharding) needs zero_stage >= 2";
     if ((l.dp * l.cp) % l.shard_group != 0) return "shard_group must divide dp*cp";
   }
+  if (const std::string why = moe_layout_problem(s, l, f); !why.empty()) return why;
   return version_problem(s, l, f);  // what the framework version itself cannot run (framework_versions.h)
 }
 
@@ -165,9 +204,12 @@ int recompute_rank(Recompute r) { return r == Recompute::None ? 0 : r == Recompu
 
 // Documented tie-break (docs/model.md): simpler layouts first: fewer model-parallel ways (tp*pp*cp*v), then lower
 // ZeRO stage, less recompute, no hybrid sharding, larger micro-batch; finally the enumeration order.
+// MoE: expert ways (ep * etp) count as model-parallel ways, and the plain all-to-all dispatcher is the simplest.
 long simplicity_key(const Layout& l) {
-  return (long(l.tp) * l.pp * l.cp * l.virtual_stages) * 100000L + l.zero_stage * 10000L +
-         recompute_rank(l.recompute) * 1000L + (l.shard_group > 0 ? 100 : 0) + (99 - std::min(99, l.micro_batch));
+  const int dispatcher = l.dispatcher == Dispatcher::AllToAll ? 0 : l.dispatcher == Dispatcher::AllGather ? 1 : 2;
+  return (long(l.tp) * l.pp * l.cp * l.virtual_stages * l.ep * l.etp) * 1000000L + dispatcher * 100000L +
+         l.zero_stage * 10000L + recompute_rank(l.recompute) * 1000L + (l.shard_group > 0 ? 100 : 0) +
+         (99 - std::min(99, l.micro_batch));
 }
 
 bool better(const Ranked& a, const Ranked& b) {
@@ -257,9 +299,11 @@ std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Spli
   std::vector<int> vs{1};
   const bool vpp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
   if (d.pp < 2 || !vpp_ok) return vs;
-  const int per = d.even_layers ? s.model.layers / d.pp : (s.model.layers + 2) / d.pp;
+  const int L = s.model.layers;
+  const bool layout = !d.even_layers && (L + 2) % d.pp != 0;  // an explicit MoE layout: no empty virtual stage
+  const int per = d.even_layers ? L / d.pp : layout ? (L + d.pp - 1) / d.pp : (L + 2) / d.pp;
   for (int v = 2; v <= per; ++v)
-    if (per % v == 0) vs.push_back(v);
+    if (per % v == 0 && (!layout || d.pp * v <= L)) vs.push_back(v);
   return vs;
 }
 
@@ -292,7 +336,40 @@ void search_micro_batches(const Evaluator& ev, Framework f, Layout l, const std:
   }
 }
 
-// The inner loops for one split: virtual stages, ZeRO stage, hybrid-sharding group, recompute, micro-batch.
+// Expert layouts of one split (MoE): ep over the divisors of the experts that fold into tp x cp x dp, expert TP 1
+// or the attention's TP, and the dispatchers the framework and GPUs have (all-gather only inside an island, where
+// sending every token to every rank is cheap). A dense model has one: no experts.
+struct ExpertLayout {
+  int ep, etp;
+  Dispatcher dispatcher;
+};
+std::vector<ExpertLayout> expert_layouts(const Scenario& s, Framework f, const Split& d) {
+  const ParallelSpec& c = s.parallel;
+  if (!s.model.is_moe()) return {{1, 1, Dispatcher::AllToAll}};
+  const bool mcore = f == Framework::Megatron || f == Framework::Nemo;
+  if (!mcore && f != Framework::Torchtitan) return {{1, 1, Dispatcher::AllToAll}};
+  const long folded = long(d.tp) * d.cp * d.dp;
+  const int island = std::max(std::max(1, s.cluster.nvlink_domain), s.cluster.gpus_per_node);
+  std::vector<int> etps{1};
+  if (d.tp > 1) etps.push_back(d.tp);
+  std::vector<ExpertLayout> out;
+  for (int etp : etps) {
+    if (c.etp && *c.etp != etp) continue;
+    for (int ep : divisors(s.model.moe_experts)) {
+      if (folded % (long(ep) * etp) || (c.ep && *c.ep != ep)) continue;
+      for (Dispatcher disp : {Dispatcher::AllToAll, Dispatcher::AllGather, Dispatcher::Flex}) {
+        if (c.dispatcher && *c.dispatcher != disp) continue;
+        if (ep * etp == 1 && disp != Dispatcher::AllToAll && !c.dispatcher) continue;  // nothing to dispatch
+        if (disp == Dispatcher::AllGather && ep * etp > island && !c.dispatcher) continue;
+        out.push_back({ep, etp, disp});
+      }
+    }
+  }
+  return out;
+}
+
+// The inner loops for one split: expert layout, virtual stages, ZeRO stage, hybrid-sharding group, recompute,
+// micro-batch.
 void search_split(const Scenario& s, Framework f, const Evaluator& ev, const SearchLimits& limits, const Split& d,
                   SearchState& st) {
   const ParallelSpec& c = s.parallel;
@@ -300,6 +377,7 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
   if (mbs.empty()) return;
   const bool sp = c.sequence_parallel ? *c.sequence_parallel : d.tp > 1;
   if (sp && d.tp == 1 && c.sequence_parallel) return;
+  for (const ExpertLayout& x : expert_layouts(s, f, d))
   for (int v : virtual_stage_counts(s, f, d)) {
     if (c.virtual_stages && *c.virtual_stages != v) continue;
     for (int z = 0; z <= 3; ++z) {
@@ -312,6 +390,8 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
           Layout l;
           l.tp = d.tp; l.pp = d.pp; l.cp = d.cp; l.dp = d.dp; l.virtual_stages = v;
           l.zero_stage = z; l.recompute = r; l.sequence_parallel = sp && d.tp > 1; l.shard_group = sg;
+          l.ep = x.ep; l.etp = x.etp; l.dispatcher = x.dispatcher;
+          if (s.model.is_moe() && !moe_layout_problem(s, l, f).empty()) continue;
           if (!version_problem(s, l, f).empty()) continue;  // the framework version would refuse it at launch
           search_micro_batches(ev, f, l, mbs, st);
           if (st.out_of_time) return;
@@ -324,8 +404,13 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
 // Pipeline degrees that split the layers evenly (or, in Megatron/NeMo, with the embedding and head as stages).
 bool pipeline_split_ok(const Scenario& s, Framework f, int pp, bool* even) {
   *even = s.model.layers % pp == 0;
-  const bool emb_split = !*even && (f == Framework::Megatron || f == Framework::Nemo) && (s.model.layers + 2) % pp == 0;
-  return *even || emb_split;
+  const bool mcore = f == Framework::Megatron || f == Framework::Nemo;
+  const bool emb_split = !*even && mcore && (s.model.layers + 2) % pp == 0;
+  // MoE models (DeepSeek-V3's 61 layers) split unevenly with Megatron's first/last-stage layer counts
+  // (--decoder-first/last-pipeline-num-layers), at least two layers a stage; the model charges every stage the
+  // largest stage's layers.
+  const bool uneven_moe = !*even && !emb_split && mcore && s.model.is_moe() && s.model.layers >= 2 * pp;
+  return *even || emb_split || uneven_moe;
 }
 
 // The outer loops for one framework: tensor, pipeline and context-parallel degrees; data parallelism is the rest.
@@ -387,7 +472,8 @@ std::string nothing_fits_message(const Scenario& s, const Evaluator& ev, const S
   const double need_nodes = std::min(1e9, std::ceil(s.cluster.nodes * st.least_mem / ev.capacity_gib()));
   const Layout& l = st.least_layout;
   return msg + "; the leanest layout (tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) +
-         " cp=" + std::to_string(l.cp) + " micro_batch=" + std::to_string(l.micro_batch) +
+         " cp=" + std::to_string(l.cp) + (l.ep > 1 ? " ep=" + std::to_string(l.ep) : std::string()) +
+         " micro_batch=" + std::to_string(l.micro_batch) +
          " zero_stage=" + std::to_string(l.zero_stage) + " recompute=" + to_string(l.recompute) + ") needs " +
          fmt("%.1f", st.least_mem) + " GiB (weights+grads+optimizer " +
          fmt("%.1f", mb.weights + mb.gradients + mb.optimizer) + ", activations " +
@@ -411,17 +497,17 @@ std::string runner_up_note(const Prediction& winner, const Prediction& runner_up
   const Breakdown& w = winner.breakdown;
   const Breakdown& o = runner_up.breakdown;
   const char* names[] = {"compute", "recompute", "tp_comm", "cp_comm", "pp_bubble", "pp_comm", "dp_comm_exposed",
-                         "optimizer", "other"};
+                         "optimizer", "other", "ep_comm", "moe_imbalance"};
   const double dw[] = {w.compute, w.recompute, w.tp_comm, w.cp_comm, w.pp_bubble, w.pp_comm, w.dp_comm_exposed,
-                       w.optimizer, w.other};
+                       w.optimizer, w.other, w.ep_comm, w.moe_imbalance};
   const double dox[] = {o.compute, o.recompute, o.tp_comm, o.cp_comm, o.pp_bubble, o.pp_comm, o.dp_comm_exposed,
-                        o.optimizer, o.other};
+                        o.optimizer, o.other, o.ep_comm, o.moe_imbalance};
   // The tie-break may put a faster layout second (within 1 %, the simpler one wins): say so, never "-0.4 % slower".
   if (runner_up.step_time_s < winner.step_time_s)
     return "runner-up is " + fmt("%.1f", 100 * (1 - runner_up.step_time_s / winner.step_time_s)) +
            " % faster by the model, within the 1 % tie-break margin: the simpler layout was chosen";
   int k = 0;
-  for (int i = 1; i < 9; ++i)
+  for (int i = 1; i < 11; ++i)
     if (dox[i] - dw[i] > dox[k] - dw[k]) k = i;
   return "runner-up is " + fmt("%.1f", 100 * (runner_up.step_time_s / winner.step_time_s - 1)) + " % slower, mostly " +
          names[k] + " (+" + fmt("%.3f", dox[k] - dw[k]) + " s)";

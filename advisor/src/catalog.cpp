@@ -204,6 +204,28 @@ ModelSpec M(const char* name, int L, int h, int a, int g, int f, int V, int s, b
   return m;
 }
 
+// A mixture-of-experts preset: the dense shape M() takes (ffn = the dense layers' FFN, unused without dense
+// layers), then experts, top-k, expert FFN, shared experts, leading dense layers, head_dim.
+ModelSpec MoE(ModelSpec m, int experts, int top_k, int expert_ffn, int shared, int dense_layers, int head_dim,
+              MoeRouter router) {
+  m.moe_experts = experts; m.moe_top_k = top_k; m.moe_ffn_hidden = expert_ffn; m.moe_shared_experts = shared;
+  m.moe_dense_layers = dense_layers; m.head_dim = head_dim; m.moe_router = router;
+  return m;
+}
+
+ModelSpec deepseek_v3() {
+  // deepseek-ai/DeepSeek-V3 config.json: hidden 7168, 61 layers (first_k_dense_replace 3, intermediate 18432), 128
+  // heads, MLA (q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128),
+  // 256 routed experts (moe_intermediate_size 2048), 8 per token, 1 shared expert, sigmoid gate with expert bias
+  // (aux-loss-free), vocab 129280, num_nextn_predict_layers 1; pre-training sequence 4096 (DeepSeek-V3 Technical
+  // Report §4.2). Model card: 671B total, 37B activated (+14B of the MTP module).
+  ModelSpec m = MoE(M("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 4096, true, false, false), 256, 8, 2048, 1,
+                    3, 0, MoeRouter::AuxLossFree);
+  m.q_lora_rank = 1536; m.kv_lora_rank = 512; m.qk_head_dim = 128; m.qk_rope_head_dim = 64; m.v_head_dim = 128;
+  m.mtp_layers = 1;
+  return m;
+}
+
 const std::vector<ModelSpec>& presets() {
   static const std::vector<ModelSpec> p = {
       // GPT-3: Brown et al. 2020, Table 2.1 (n_layers, d_model, n_heads), s = 2048, f = 4h. Vocabulary 50,257
@@ -242,6 +264,38 @@ const std::vector<ModelSpec>& presets() {
       M("mpt-13b", 40, 5120, 40, 40, 20480, 50368, 2048, false, true, false),
       M("mpt-30b", 48, 7168, 56, 56, 28672, 50368, 2048, false, true, false),
       M("mpt-70b", 80, 8192, 64, 64, 32768, 50368, 2048, false, true, false),
+      // Mixture of experts (docs/model.md §9). Parameter counts are tested against the model cards
+      // (tests/advisor/test_moe_presets.cpp). Training sequence 4096 where a card states none (assumed).
+      // Mixtral 8x7B: mistralai/Mixtral-8x7B-v0.1 config.json (hidden 4096, 32 layers, 32 heads, 8 KV heads,
+      // intermediate 14336, 8 local experts, 2 per token, vocab 32000); Jiang et al. 2024 "Mixtral of Experts":
+      // 46.7B total, 12.9B active.
+      MoE(M("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 4096, true, false, false), 8, 2, 14336, 0, 0, 0,
+          MoeRouter::AuxLoss),
+      // Mixtral 8x22B: mistralai/Mixtral-8x22B-v0.1 config.json (hidden 6144, 56 layers, 48 heads, 8 KV heads,
+      // intermediate 16384, 8 experts, 2 per token, vocab 32768); Mistral AI announcement: 141B total, 39B active.
+      MoE(M("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32768, 4096, true, false, false), 8, 2, 16384, 0, 0, 0,
+          MoeRouter::AuxLoss),
+      deepseek_v3(),
+      // Qwen3-30B-A3B: Qwen/Qwen3-30B-A3B config.json (hidden 2048, 48 layers, 32 heads, 4 KV heads, head_dim 128,
+      // 128 experts, 8 per token, moe_intermediate_size 768, vocab 151936, untied); card: 30.5B total, 3.3B active.
+      MoE(M("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 4096, true, false, false), 128, 8, 768, 0, 0, 128,
+          MoeRouter::AuxLoss),
+      // Qwen3-235B-A22B: Qwen/Qwen3-235B-A22B config.json (hidden 4096, 94 layers, 64 heads, 4 KV heads, head_dim
+      // 128, 128 experts, 8 per token, moe_intermediate_size 1536, vocab 151936); card: 235B total, 22B active.
+      MoE(M("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 151936, 4096, true, false, false), 128, 8, 1536, 0, 0, 128,
+          MoeRouter::AuxLoss),
+      // gpt-oss-120b / -20b: openai/gpt-oss-* config.json (hidden 2880, 36 / 24 layers, 64 heads of 64, 8 KV heads,
+      // 128 / 32 experts, 4 per token, intermediate 2880 (SwiGLU), vocab 201088; alternate layers attend a
+      // 128-token window, not modelled: full attention is assumed); model card: 116.8B total / 5.1B active and
+      // 20.9B / 3.6B.
+      MoE(M("gpt-oss-120b", 36, 2880, 64, 8, 2880, 201088, 4096, true, false, false), 128, 4, 2880, 0, 0, 64,
+          MoeRouter::AuxLoss),
+      MoE(M("gpt-oss-20b", 24, 2880, 64, 8, 2880, 201088, 4096, true, false, false), 32, 4, 2880, 0, 0, 64,
+          MoeRouter::AuxLoss),
+      // OLMoE-1B-7B: allenai/OLMoE-1B-7B-0924 config.json (hidden 2048, 16 layers, 16 heads, 64 experts, 8 per token,
+      // intermediate 1024, vocab 50304, untied); Muennighoff et al. 2024: 6.9B total, 1.3B active.
+      MoE(M("olmoe-1b-7b", 16, 2048, 16, 16, 1024, 50304, 4096, true, false, false), 64, 8, 1024, 0, 0, 0,
+          MoeRouter::AuxLoss),
   };
   return p;
 }
@@ -251,6 +305,7 @@ std::string norm_key(std::string k) {
   if (k == "llama-3-8b" || k == "llama3_8b") k = "llama3-8b";
   if (k == "llama-3-70b" || k == "llama3_70b") k = "llama3-70b";
   if (k == "llama-3.1-405b" || k == "llama31-405b") k = "llama3.1-405b";
+  if (k == "deepseekv3" || k == "deepseek-v3-671b") k = "deepseek-v3";
   return k;
 }
 

@@ -1,10 +1,12 @@
 // NCCL / CUDA settings from Topology x Plan. Per-platform practice: shared/docs/anchors.md §4; NCCL env docs.
 #include "paratune/advisor/env.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/model.h"
 
 namespace paratune::advisor {
 
@@ -30,7 +32,15 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
   // program order on one hardware queue (Megatron asserts it is 1 with tp or cp > 1 before Blackwell); Megatron-FSDP
   // (ZeRO-3) asserts the opposite, that it is not 1, so it is left unset there, as for FSDP / ZeRO-3 prefetching.
   const bool megatron_fsdp = megatron_like && l.zero_stage >= 3;
-  if (megatron_like && (l.tp > 1 || l.cp > 1) && !megatron_fsdp) {
+  const bool a2a_overlap = megatron_like && moe_a2a_overlap(s, l, f);
+  if (a2a_overlap) {
+    // Megatron's "must be 1" rule does not apply with --overlap-moe-expert-parallel-comm (its `within`), and the
+    // overlap needs the all-to-all and compute streams to run side by side (Megatron-Bridge perf overrides).
+    const bool wide = l.dispatcher == Dispatcher::Flex || g.arch == GpuArch::Blackwell;
+    add("CUDA_DEVICE_MAX_CONNECTIONS", wide ? "32" : "8",
+        std::string("MoE all-to-all overlapped with compute needs concurrent hardware queues (Megatron-Bridge: 32 with "
+                    "DeepEP/HybridEP or on Blackwell, 8 otherwise)"));
+  } else if (megatron_like && (l.tp > 1 || l.cp > 1) && !megatron_fsdp) {
     if (g.arch == GpuArch::Blackwell)
       add("CUDA_DEVICE_MAX_CONNECTIONS", "32",
           "Blackwell: TP/CP overlap no longer needs one queue; NeMo uses 32 on SM100+ for concurrency");
@@ -112,9 +122,20 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
     add("NCCL_TOPO_FILE", c.nccl_topo_file,
         "virtualised PCIe topology: the vendor's topology file gives NCCL the real GPU-NIC affinity");
   // Pipeline point-to-point across nodes: larger network chunks (NeMo PerfEnvPlugin sets 2 MiB).
+  const int island = std::max(c.gpus_per_node, c.nvlink_domain);
+  const bool ep_across = l.ep > 1 && long(l.ep) * l.etp > island && l.dispatcher != Dispatcher::AllGather;
   if (l.pp > 1 && (long(l.tp) * l.cp * l.dp >= c.gpus_per_node) && c.nodes > 1)
     add("NCCL_P2P_NET_CHUNKSIZE", "2097152",
         "pipeline stages talk across nodes: 2 MiB chunks fill the NIC for activation/gradient sends (NeMo practice)");
+  else if (ep_across && l.dispatcher == Dispatcher::AllToAll)
+    add("NCCL_P2P_NET_CHUNKSIZE", "2097152",
+        "the expert-parallel all-to-all crosses nodes as point-to-point sends of megabytes per peer: 2 MiB chunks "
+        "fill the NIC (NCCL's default is 128 KiB)");
+  // HybridEP (the flex dispatcher's backend across an NVL72 rack) sizes its buffers by the EP ranks that share one
+  // NVLink domain (Megatron-Bridge perf overrides set it from the GPU type; here from the allocation).
+  if (megatron_like && l.ep > 1 && l.dispatcher == Dispatcher::Flex && c.nvlink_domain > c.gpus_per_node)
+    add("NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN", std::to_string(std::min(l.ep * l.etp, c.nvlink_domain)),
+        "HybridEP: EP ranks inside one multi-node NVLink domain (the rest are reached over the NICs)");
   if (memory_gib > 0 && memory_gib > 0.85 * g.memory_gib && f != Framework::DeepSpeed)
     add("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True",
         "the plan uses " + std::to_string(int(memory_gib * 100 / g.memory_gib)) +

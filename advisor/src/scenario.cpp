@@ -19,6 +19,30 @@ std::string lower(std::string s) {
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
   throw std::invalid_argument(field + ": " + what);
 }
+// The mixture-of-experts, MLA and MTP fields of [model] (docs/model.md §9).
+void validate_moe_model(const ModelSpec& m) {
+  if (m.moe_experts < 0) bad("model.moe_experts", "must be >= 0 (0 = dense)");
+  if (m.mtp_layers < 0 || m.mtp_layers > 16) bad("model.mtp_layers", "must be between 0 and 16");
+  if (m.kv_lora_rank < 0 || m.q_lora_rank < 0) bad("model.kv_lora_rank", "must be >= 0 (0 = no latent attention)");
+  if (m.is_mla() && (m.qk_head_dim <= 0 || m.v_head_dim <= 0 || m.qk_rope_head_dim < 0))
+    bad("model.qk_head_dim", "latent attention (kv_lora_rank > 0) needs qk_head_dim > 0, qk_rope_head_dim >= 0 and "
+                             "v_head_dim > 0 (DeepSeek-V3: 128, 64, 128)");
+  if (!m.is_moe()) {
+    if (m.moe_top_k || m.moe_ffn_hidden || m.moe_shared_experts || m.moe_dense_layers || m.moe_capacity_factor > 0)
+      bad("model.moe_experts", "the moe_* keys need moe_experts >= 2 (the number of routed experts)");
+    return;
+  }
+  if (m.moe_experts < 2) bad("model.moe_experts", "a mixture of experts needs at least 2 routed experts");
+  if (m.moe_top_k < 1 || m.moe_top_k > m.moe_experts)
+    bad("model.moe_top_k", "must be between 1 and moe_experts (" + std::to_string(m.moe_experts) + ")");
+  if (m.moe_ffn_hidden < 0 || m.moe_shared_ffn_hidden < 0) bad("model.moe_ffn_hidden", "must be >= 1 (0 = ffn_hidden)");
+  if (m.moe_shared_experts < 0) bad("model.moe_shared_experts", "must be >= 0");
+  if (m.moe_dense_layers < 0 || m.moe_dense_layers >= m.layers)
+    bad("model.moe_dense_layers", "must be between 0 and layers - 1 (" + std::to_string(m.layers - 1) + ")");
+  if (m.moe_capacity_factor < 0 || (m.moe_capacity_factor > 0 && m.moe_capacity_factor < 1))
+    bad("model.moe_capacity_factor", "must be 0 (dropless) or >= 1");
+}
+
 }  // namespace
 
 const char* to_string(Framework f) {
@@ -96,6 +120,29 @@ Fp8Recipe fp8_recipe_from_string(const std::string& s) {
   throw std::invalid_argument("'" + s + "' is not an fp8 recipe; valid: delayed, tensorwise, rowwise, blockwise, mxfp8");
 }
 
+const char* to_string(MoeRouter r) { return r == MoeRouter::AuxLossFree ? "aux_loss_free" : "aux_loss"; }
+const char* to_string(Dispatcher d) {
+  switch (d) {
+    case Dispatcher::AllToAll: return "alltoall";
+    case Dispatcher::AllGather: return "allgather";
+    case Dispatcher::Flex: return "flex";
+  }
+  return "?";
+}
+MoeRouter moe_router_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "aux_loss" || v == "aux-loss" || v == "softmax") return MoeRouter::AuxLoss;
+  if (v == "aux_loss_free" || v == "aux-loss-free" || v == "expert_bias" || v == "sigmoid") return MoeRouter::AuxLossFree;
+  throw std::invalid_argument("'" + s + "' is not a router; valid: aux_loss, aux_loss_free");
+}
+Dispatcher dispatcher_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "alltoall" || v == "all-to-all" || v == "a2a") return Dispatcher::AllToAll;
+  if (v == "allgather" || v == "all-gather") return Dispatcher::AllGather;
+  if (v == "flex" || v == "deepep" || v == "hybridep") return Dispatcher::Flex;
+  throw std::invalid_argument("'" + s + "' is not a token dispatcher; valid: alltoall, allgather, flex");
+}
+
 Framework framework_from_string(const std::string& s) {
   const std::string v = lower(s);
   if (v == "megatron" || v == "megatron-lm" || v == "megatron-core") return Framework::Megatron;
@@ -136,8 +183,10 @@ void validate(const Scenario& s) {
   if (m.layers <= 0) bad("model.layers", "must be a positive integer (e.g. 32)");
   if (m.hidden <= 0) bad("model.hidden", "must be a positive integer (e.g. 4096)");
   if (m.heads <= 0) bad("model.heads", "must be a positive integer (e.g. 32)");
-  if (m.hidden % m.heads != 0)
-    bad("model.heads", "must divide model.hidden (" + std::to_string(m.hidden) + "); got " + std::to_string(m.heads));
+  if (m.head_dim < 0) bad("model.head_dim", "must be >= 1 (0 = hidden / heads)");
+  if (m.head_dim == 0 && !m.is_mla() && m.hidden % m.heads != 0)
+    bad("model.heads", "must divide model.hidden (" + std::to_string(m.hidden) + "); got " + std::to_string(m.heads) +
+                           " (or give model.head_dim)");
   if (m.kv_heads < 0) bad("model.kv_heads", "must be >= 1 (0 = heads)");
   if (m.kv_heads > 0 && m.heads % m.kv_heads != 0)
     bad("model.kv_heads",
@@ -145,6 +194,7 @@ void validate(const Scenario& s) {
   if (m.ffn_hidden < 0) bad("model.ffn_hidden", "must be >= 1 (0 = 4 * hidden)");
   if (m.vocab <= 0) bad("model.vocab", "must be a positive integer (e.g. 128256)");
   if (m.seq_len <= 0) bad("model.seq_len", "must be a positive integer (e.g. 8192)");
+  validate_moe_model(m);
   if (s.training.global_batch <= 0) bad("training.global_batch", "must be a positive number of sequences");
   // The framework version: known, and able to run what the scenario asks for (framework_versions.h).
   try {
@@ -201,7 +251,11 @@ void validate(const Scenario& s) {
     if (v && *v <= 0) bad(std::string("parallel.") + name, "must be a positive integer");
   };
   pos(p.tp, "tp"); pos(p.pp, "pp"); pos(p.dp, "dp"); pos(p.cp, "cp"); pos(p.virtual_stages, "virtual_stages");
-  pos(p.micro_batch, "micro_batch");
+  pos(p.micro_batch, "micro_batch"); pos(p.ep, "ep"); pos(p.etp, "etp");
+  if (!m.is_moe() && (p.ep.value_or(1) > 1 || p.etp.value_or(1) > 1 || p.dispatcher))
+    bad("parallel.ep", "expert parallelism (ep, etp, dispatcher) needs a mixture-of-experts model (model.moe_experts)");
+  if (p.ep && m.is_moe() && m.moe_experts % *p.ep != 0)
+    bad("parallel.ep", "must divide model.moe_experts (" + std::to_string(m.moe_experts) + ")");
   if (p.zero_stage && (*p.zero_stage < 0 || *p.zero_stage > 3))
     bad("parallel.zero_stage", "must be 0, 1, 2 or 3 (FSDP full shard = 3, shard-grad-op = 2)");
   const int total = s.total_gpus();

@@ -132,6 +132,27 @@ void apply_cluster_defaults(Scenario& s, bool nvlink_domain_given) {
   }
 }
 
+// [model]: mixture of experts, latent attention, multi-token prediction (docs/model.md §9).
+static void parse_moe_model(const Ctx& c, const toml::table& m, ModelSpec& x) {
+  get_int(c, m, "model.", "head_dim", x.head_dim, 1, 1 << 16);
+  get_int(c, m, "model.", "moe_experts", x.moe_experts, 2, 1 << 16);
+  get_int(c, m, "model.", "moe_top_k", x.moe_top_k, 1, 1 << 16);
+  get_int(c, m, "model.", "moe_ffn_hidden", x.moe_ffn_hidden, 1, 1 << 22);
+  get_int(c, m, "model.", "moe_shared_experts", x.moe_shared_experts, 0, 1 << 10);
+  get_int(c, m, "model.", "moe_shared_ffn_hidden", x.moe_shared_ffn_hidden, 1, 1 << 22);
+  get_int(c, m, "model.", "moe_dense_layers", x.moe_dense_layers, 0, 100000);
+  if (get_num(c, m, "model.", "moe_capacity_factor", x.moe_capacity_factor) && x.moe_capacity_factor > 0 &&
+      x.moe_capacity_factor < 1)
+    c.fail(*m.get("moe_capacity_factor"), "model.moe_capacity_factor", "must be 0 (dropless) or >= 1");
+  get_enum(c, m, "model.", "moe_router", x.moe_router, moe_router_from_string);
+  get_int(c, m, "model.", "q_lora_rank", x.q_lora_rank, 0, 1 << 20);
+  get_int(c, m, "model.", "kv_lora_rank", x.kv_lora_rank, 0, 1 << 20);
+  get_int(c, m, "model.", "qk_head_dim", x.qk_head_dim, 1, 1 << 16);
+  get_int(c, m, "model.", "qk_rope_head_dim", x.qk_rope_head_dim, 0, 1 << 16);
+  get_int(c, m, "model.", "v_head_dim", x.v_head_dim, 1, 1 << 16);
+  get_int(c, m, "model.", "mtp_layers", x.mtp_layers, 0, 16);
+}
+
 // [cluster.placement]: nodes per leaf switch in rank order, and the oversubscription above the leaves.
 static void parse_placement(const Ctx& c, const toml::node& node, ClusterSpec& k) {
   if (!node.is_table()) c.fail(node, "cluster.placement", "must be a table ([cluster.placement])");
@@ -234,7 +255,10 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   if (!m) throw std::invalid_argument(origin + ":1:1: model: missing [model] table (give preset = \"llama3-70b\" or "
                                                "layers/hidden/heads/vocab/seq_len)");
   check_keys(c, *m, "model.", {"preset", "name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                               "seq_len", "gated_mlp", "tied_embeddings", "dropout"});
+                               "seq_len", "gated_mlp", "tied_embeddings", "dropout", "head_dim", "moe_experts",
+                               "moe_top_k", "moe_ffn_hidden", "moe_shared_experts", "moe_shared_ffn_hidden",
+                               "moe_dense_layers", "moe_capacity_factor", "moe_router", "q_lora_rank", "kv_lora_rank",
+                               "qk_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers"});
   std::string preset;
   if (get_str(c, *m, "model.", "preset", preset)) {
     if (!is_model_preset(preset)) {
@@ -255,13 +279,14 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   get_bool(c, *m, "model.", "gated_mlp", s.model.gated_mlp);
   get_bool(c, *m, "model.", "tied_embeddings", s.model.tied_embeddings);
   get_bool(c, *m, "model.", "dropout", s.model.dropout);
+  parse_moe_model(c, *m, s.model);
   if (s.model.name.empty()) s.model.name = preset.empty() ? "custom" : preset;
 
   const toml::table* t = sub(c, root, "training");
   if (!t) throw std::invalid_argument(origin + ":1:1: training: missing [training] table (global_batch is required)");
   check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "framework_version", "overlap_dp_comm",
                                   "flash_attention", "attention", "fp8_recipe", "compile", "tp_comm_overlap",
-                                  "grad_reduce_fp32", "fp8_param_gather"});
+                                  "grad_reduce_fp32", "fp8_param_gather", "moe_a2a_overlap", "moe_force_balance"});
   if (!get_int(c, *t, "training.", "global_batch", s.training.global_batch, 1, 1L << 30))
     c.fail(*t, "training.global_batch", "missing; give the sequences per optimizer step (e.g. 1024)");
   get_enum(c, *t, "training.", "precision", s.training.precision, precision_from_string);
@@ -274,6 +299,8 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   if (get_bool(c, *t, "training.", "tp_comm_overlap", b)) s.training.tp_comm_overlap = b;
   if (get_bool(c, *t, "training.", "grad_reduce_fp32", b)) s.training.grad_reduce_fp32 = b;
   if (get_bool(c, *t, "training.", "fp8_param_gather", b)) s.training.fp8_param_gather = b;
+  if (get_bool(c, *t, "training.", "moe_a2a_overlap", b)) s.training.moe_a2a_overlap = b;
+  if (get_bool(c, *t, "training.", "moe_force_balance", b)) s.training.moe_force_balance = b;
   Attention att{};
   if (get_enum(c, *t, "training.", "attention", att, attention_from_string)) s.training.attention = att;
   Fp8Recipe recipe{};
@@ -286,7 +313,7 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
 
   if (const toml::table* p = sub(c, root, "parallel")) {
     check_keys(c, *p, "parallel.", {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "zero_stage", "recompute",
-                                    "sequence_parallel"});
+                                    "sequence_parallel", "ep", "etp", "dispatcher"});
     ParallelSpec& q = s.parallel;
     get_opt_int(c, *p, "parallel.", "tp", q.tp, 1, 1 << 16);
     get_opt_int(c, *p, "parallel.", "pp", q.pp, 1, 1 << 16);
@@ -298,6 +325,10 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
     Recompute r{};
     if (get_enum(c, *p, "parallel.", "recompute", r, recompute_from_string)) q.recompute = r;
     if (get_bool(c, *p, "parallel.", "sequence_parallel", b)) q.sequence_parallel = b;
+    get_opt_int(c, *p, "parallel.", "ep", q.ep, 1, 1 << 16);
+    get_opt_int(c, *p, "parallel.", "etp", q.etp, 1, 1 << 10);
+    Dispatcher disp{};
+    if (get_enum(c, *p, "parallel.", "dispatcher", disp, dispatcher_from_string)) q.dispatcher = disp;
   }
 
   if (cluster == ClusterSource::Caller) return s;  // the caller fills [cluster] and validates

@@ -28,11 +28,12 @@ using namespace paratune::accuracy;
 namespace {
 
 const char* kUsage =
-    "usage: accuracy_report MEASUREMENTS.csv [--extra EXTRA.csv]... [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit] [--rows-csv FILE]";
+    "usage: accuracy_report MEASUREMENTS.csv [--extra EXTRA.csv]... [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit] "
+    "[--rows-csv FILE] [--moe MOE.csv]... [--a2a ALLTOALL_BW.csv]";
 
 struct Args {
-  std::vector<std::string> csvs;
-  std::string busbw, out, rows_csv;
+  std::vector<std::string> csvs, moe;
+  std::string busbw, out, rows_csv, a2a;
   bool fit = false;
 };
 
@@ -44,6 +45,8 @@ bool parse_args(int argc, char** argv, Args* a) {
     else if (s == "--out" && i + 1 < argc) a->out = argv[++i];
     else if (s == "--fit") a->fit = true;
     else if (s == "--rows-csv" && i + 1 < argc) a->rows_csv = argv[++i];
+    else if (s == "--moe" && i + 1 < argc) a->moe.push_back(argv[++i]);
+    else if (s == "--a2a" && i + 1 < argc) a->a2a = argv[++i];
     else if (s == "--help" || s == "-h") { std::puts(kUsage); std::exit(0); }
     else if (!s.empty() && s[0] == '-') return false;
     else a->csvs.insert(a->csvs.begin(), s);
@@ -98,6 +101,31 @@ int main(int argc, char** argv) {
   if (!args.busbw.empty()) write_busbw(md);
   write_in_sample(md, rep);
   write_every_row(md, rep, held);
+  if (!args.moe.empty()) {
+    MoeInputs moe;
+    for (const auto& csv : args.moe) {
+      std::string error;
+      auto part = load_moe_rows(csv, &error, &moe.skipped);
+      if (!error.empty()) {
+        std::fprintf(stderr, "accuracy_report: %s\n", error.c_str());
+        return 2;
+      }
+      moe.rows.insert(moe.rows.end(), part.begin(), part.end());
+      moe.csvs.push_back(csv);
+    }
+    if (!args.a2a.empty()) {
+      std::string error;
+      moe.a2a = load_a2a_points(args.a2a, &error);
+      if (!error.empty()) {
+        std::fprintf(stderr, "accuracy_report: %s\n", error.c_str());
+        return 2;
+      }
+    }
+    moe.shipped = shipped_params();
+    moe.base = moe_apply_params(shipped_params(), moe_extract(priors));  // MoE terms from their priors
+    write_moe(md, moe);
+    rep.summary += moe.summary;
+  }
   if (!args.rows_csv.empty() && !write_rows_csv(args.rows_csv, rep, held)) {
     std::fprintf(stderr, "accuracy_report: cannot write %s\n", args.rows_csv.c_str());
     return 1;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "calib_data.h"
+#include "moe_data.h"
 
 namespace paratune::accuracy {
 
@@ -41,6 +42,18 @@ void write_parameters(std::ostream& md, const Report& rep);
 void write_busbw(std::ostream& md);
 void write_in_sample(std::ostream& md, Report& rep);
 void write_every_row(std::ostream& md, const Report& rep, const HeldOut& held);
+// The mixture-of-experts section (accuracy_moe.cpp): its own rows, fit and out-of-sample slices.
+struct MoeInputs {
+  std::vector<Row> rows;
+  std::vector<calib::A2aPoint> a2a;      // alltoall_bw.csv
+  ModelParams base;                      // shipped dense parameters, MoE terms at their priors (the fit's start)
+  ModelParams shipped;                   // shipped parameters, MoE terms included
+  std::vector<std::string> csvs;
+  std::map<std::string, int> skipped;
+  std::string summary;
+};
+void write_moe(std::ostream& md, MoeInputs& in);
+
 // One CSV line per row with the in-sample prediction's breakdown (analysis aid; false when the file cannot be written).
 bool write_rows_csv(const std::string& path, const Report& rep, const HeldOut& held);
 

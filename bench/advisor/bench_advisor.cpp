@@ -1,4 +1,5 @@
-// Advisor speed: one candidate evaluation, and whole searches (Llama 3.1 405B on 2,048 x 8 H100, all frameworks).
+// Advisor speed: one candidate evaluation, and whole searches (Llama 3.1 405B on 2,048 x 8 H100, all frameworks;
+// DeepSeek-V3 on 256 x 8 H100 with expert parallelism, expert TP and the dispatcher searched: issue 16 asks < 1 s).
 // Run: build/bench/advisor/bench_advisor --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
@@ -57,5 +58,22 @@ BENCHMARK_CAPTURE(BM_Advise, llama31_405b_2048x8_all_frameworks, "llama3.1-405b"
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Advise, llama3_70b_64x8_megatron, "llama3-70b", 64, 1024, false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Advise, llama3_8b_1x8_all_frameworks, "llama3-8b", 1, 256, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Advise, deepseek_v3_256x8_megatron, "deepseek-v3", 256, 8192, false)
+    ->Unit(benchmark::kMillisecond);
+
+// One MoE candidate (DeepSeek-V3, EP 64 across nodes, flex dispatcher): the generalised layer's cost.
+static void BM_EvaluateMoeCandidate(benchmark::State& st) {
+  const Scenario s = scenario("deepseek-v3", 256, 8192);
+  const Evaluator ev(s, Framework::Megatron);
+  Layout l;
+  l.tp = 2; l.pp = 8; l.dp = 128; l.virtual_stages = 4; l.micro_batch = 1; l.zero_stage = 1; l.ep = 64;
+  l.dispatcher = Dispatcher::Flex; l.recompute = Recompute::Selective; l.sequence_parallel = true;
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(ev.memory_gib(l));
+    benchmark::DoNotOptimize(ev.evaluate(l));
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_EvaluateMoeCandidate);
 
 BENCHMARK_MAIN();

@@ -11,7 +11,7 @@
 
 namespace paratune::calib {
 
-namespace {
+// CSV and text helpers (calib_data.h).
 
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
@@ -52,7 +52,7 @@ std::optional<double> num(const std::string& s) {
   return v;
 }
 
-}  // namespace
+
 
 std::string source_of(const std::string& id) {
   if (id.rfind("NAR21", 0) == 0) return "A: Narayanan 2021 (Megatron-LM, A100)";
@@ -383,11 +383,15 @@ RowPrediction predict_row(const Row& r, const ModelParams& p) {
   }
   std::vector<Recompute> rcs{r.l.recompute};
   if (!r.rc_known) rcs = {Recompute::None, Recompute::Selective, Recompute::Full};
+  if (!r.rc_known && r.rc_moe_no_full) rcs = {Recompute::None, Recompute::Selective};
+  std::vector<Dispatcher> ds{r.l.dispatcher};
+  if (!r.dispatcher_known) ds = {Dispatcher::AllToAll, Dispatcher::Flex};
+  for (Dispatcher disp : ds)
   for (int b : mbs)
     for (int v : vs)
       for (Recompute rc : rcs) {
         Layout l = r.l;
-        l.micro_batch = b; l.virtual_stages = v; l.recompute = rc;
+        l.micro_batch = b; l.virtual_stages = v; l.recompute = rc; l.dispatcher = disp;
         const auto res = ev.evaluate(l);
         const double t = r.per_layer ? res.layer_fwd_s + res.layer_bwd_s : res.step_s;
         const bool better = (res.fits && !best_fits) || (res.fits == best_fits && t < best.time_s);
@@ -460,7 +464,6 @@ std::vector<double> extract(const ModelParams& p) {
           p.layer_overhead_us[eager], p.ultra_attn_gain, p.eager_hopper_eff};
 }
 
-namespace {
 // Nelder-Mead iterations on a simplex in place (fv: the loss at each vertex).
 void nelder_mead(std::vector<std::vector<double>>& simplex, std::vector<double>& fv,
                  const std::function<double(const std::vector<double>&)>& loss, int iterations) {
@@ -498,8 +501,6 @@ void nelder_mead(std::vector<std::vector<double>>& simplex, std::vector<double>&
     }
   }
 }
-
-}  // namespace
 
 ModelParams fit(const std::vector<Row>& rows, const ModelParams& start, const std::vector<std::string>& exclude,
                 double* final_loss) {

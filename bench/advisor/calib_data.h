@@ -24,6 +24,8 @@ struct Row {
   Framework fw = Framework::Megatron;
   Layout l;
   bool mb_known = true, vpp_known = true, rc_known = true;
+  bool dispatcher_known = true;
+  bool rc_moe_no_full = false;   // MoE rows: an unstated recompute is none or selective (the recipes never use full)  // MoE rows whose table names no token dispatcher: the faster of alltoall and flex
   bool per_layer = false;        // KOR22 Table 4 micro-benchmark (time of one layer, fwd+bwd)
   double meas_time_s = 0;        // iteration time implied by the measured quantity and the row's formula
   std::string meas_what;         // what was measured ("TFLOP/s (eq. 3)", "tokens/s", "iteration time", ...)
@@ -63,5 +65,15 @@ ModelParams fit(const std::vector<Row>& rows, const ModelParams& start, const st
                 double* final_loss);
 
 std::string source_of(const std::string& row_id);
+
+// Helpers shared with the MoE rows (moe_data.cpp).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text);
+std::string lower(std::string s);
+bool has(const std::string& s, const char* w);  // case-insensitive substring
+std::optional<double> num(const std::string& s);  // leading number of a cell
+
+// Nelder-Mead iterations on a simplex in place (fv: the loss at each vertex); shared by the dense and MoE fits.
+void nelder_mead(std::vector<std::vector<double>>& simplex, std::vector<double>& fv,
+                 const std::function<double(const std::vector<double>&)>& loss, int iterations);
 
 }  // namespace paratune::calib

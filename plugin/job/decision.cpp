@@ -160,6 +160,11 @@ std::vector<EnvAssignment> decision_env(const Decision& d, const std::string& pl
       {"PARATUNE_PREDICTED_TOKENS_PER_S", fixed(p.tokens_per_s, 0), "predicted tokens per second, whole job"},
       {"PARATUNE_FINGERPRINT", d.fingerprint, "topology fingerprint of the node the decision was made on"},
   };
+  if (d.scenario.model.is_moe()) {  // mixture of experts: the expert layout (docs/model.md §9)
+    env.push_back({"PARATUNE_EP", std::to_string(l.ep), "expert-parallel degree"});
+    env.push_back({"PARATUNE_ETP", std::to_string(l.etp), "expert tensor-parallel degree"});
+    env.push_back({"PARATUNE_MOE_DISPATCHER", advisor::to_string(l.dispatcher), "MoE token dispatcher"});
+  }
   env.push_back({"PARATUNE_FRAMEWORK", advisor::to_string(d.plan.framework), "the framework the plan is for"});
   env.push_back({"PARATUNE_FRAMEWORK_VERSION", advisor::version_for(d.scenario, d.plan.framework).id,
                  "the framework version the arguments are for"});

@@ -44,6 +44,10 @@ json to_json(const advisor::Prediction& p) {
             {"breakdown", {{"compute", b.compute}, {"recompute", b.recompute}, {"tp_comm", b.tp_comm},
                            {"cp_comm", b.cp_comm}, {"pp_bubble", b.pp_bubble}, {"pp_comm", b.pp_comm},
                            {"dp_comm_exposed", b.dp_comm_exposed}, {"optimizer", b.optimizer}, {"other", b.other}}}};
+  if (b.ep_comm > 0 || b.moe_imbalance > 0) {  // MoE: the all-to-all and load-imbalance terms
+    j["breakdown"]["ep_comm"] = b.ep_comm;
+    j["breakdown"]["moe_imbalance"] = b.moe_imbalance;
+  }
   if (!p.fits) j["overflow"] = p.overflow;
   return j;
 }

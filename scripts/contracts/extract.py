@@ -57,6 +57,12 @@ MEGATRON_RULES = {
     "tp_comm_overlap_needs_sequence_parallel": r"args\.sequence_parallel\s*==\s*True.*communication/GEMM overlap",
     "layers_divisible_by_pipeline": r"num_layers\s*%\s*args\.transformer_pipeline_model_parallel_size\s*==\s*0",
     "one_virtual_pipeline_option": r"No more than one of the following arguments",
+    # Mixture of experts: Megatron-Core's TransformerConfig asserts for --overlap-moe-expert-parallel-comm.
+    "moe_a2a_overlap_needs_ep": r"expert_model_parallel_size\s*>\s*1.*only supported with expert model parallelism",
+    "moe_a2a_overlap_needs_alltoall_or_flex": r"moe_token_dispatcher_type in \[.*'alltoall'.*'flex'",
+    "moe_a2a_overlap_no_full_recompute": r"recompute_granularity\s*!=\s*'full'.*overlap_moe_expert_parallel_comm",
+    "moe_a2a_overlap_needs_vpp_with_pp": r"virtual_pipeline_model_parallel_size is not None.*EP A2A overlap",
+    "moe_a2a_overlap_one_mtp_layer": r"mtp_num_layers is None or self\.mtp_num_layers == 1",
 }
 
 
@@ -135,7 +141,8 @@ def megatron(src):
         else:  # other files naming the dest, plus arguments.py itself when its checks read args.<dest>
             a["readers"] = modern.get(a["dest"], 0) + (1 if re.search(r"args\." + a["dest"] + r"\b", own) else 0)
     del path_text
-    return {"arguments": args, "rules": rules(src, [path], MEGATRON_RULES)}
+    return {"arguments": args,
+            "rules": rules(src, [path, "megatron/core/transformer/transformer_config.py"], MEGATRON_RULES)}
 
 
 def megatron_deepspeed(src):

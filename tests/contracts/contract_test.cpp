@@ -4,6 +4,7 @@
 // transcribed below — each of which must still be found in the extract (so a rule that moves or changes is noticed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/framework_versions.h"
 
@@ -125,6 +127,28 @@ std::vector<Case> cases(Framework f, const std::string& version) {
     out.push_back({"405b uneven pp=8 vpp=4", s405, fixed(s405, 8, 8, 1, 4, 1, Recompute::Selective)});
     out.push_back({"8b megatron-fsdp tp=2", s8, fixed(s8, 2, 1, 1, 1, 3, Recompute::Full)});
   }
+  // Mixture of experts: an advised expert layout, and fixed ones that reach the flex dispatcher, expert TP, the
+  // uneven DeepSeek-V3 pipeline (an explicit layout) and the all-to-all overlap.
+  if (f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan) {
+    auto q30 = scenario("qwen3-30b-a3b", "h100-sxm5-80gb", 2, 512, f, version);
+    out.push_back({"qwen3-30b-a3b 2x8 H100 advised (MoE)", q30, planned(q30)});
+  }
+  if (f == Framework::Megatron || f == Framework::Nemo) {
+    auto v3 = scenario("deepseek-v3", "h100-sxm5-80gb", 64, 4096, f, version);
+    v3.training.precision = Precision::Fp8;
+    Plan p8 = fixed(v3, 2, 8, 1, 4, 1, Recompute::Selective);
+    p8.layout.ep = 64; p8.layout.dispatcher = Dispatcher::Flex;
+    EXPECT_EQ(layout_problem(v3, p8.layout, f), "");
+    p8.env = synthesize_env(v3, f, p8.layout, 60);
+    out.push_back({"deepseek-v3 tp2 pp8 vpp4 ep64 flex (MoE, uneven pipeline)", v3, p8});
+    auto mx = scenario("mixtral-8x7b", "h100-sxm5-80gb", 2, 256, f, version);
+    mx.model.moe_capacity_factor = 1.25;
+    Plan pe = fixed(mx, 4, 1, 1, 1, 1, Recompute::Full);
+    pe.layout.ep = 2; pe.layout.etp = 4;
+    EXPECT_EQ(layout_problem(mx, pe.layout, f), "");
+    pe.env = synthesize_env(mx, f, pe.layout, 60);
+    out.push_back({"mixtral-8x7b tp4 etp4 ep2 full recompute, capacity 1.25 (MoE)", mx, pe});
+  }
   if (f == Framework::Torchtitan) {
     auto s70b = scenario("llama3-70b", "h100-sxm5-80gb", 8, 512, f, version);
     s70b.training.compile = true;
@@ -141,6 +165,65 @@ std::vector<Case> cases(Framework f, const std::string& version) {
 }
 
 }  // namespace
+
+// The value of `flag` on a command line.
+std::string value_of(const std::string& line, const std::string& flag) {
+  for (const auto& [f, v] : flags(line))
+    if (f == flag) return v;
+  return "";
+}
+
+// Megatron's pipeline layout string: pp x vpp stages separated by '|', every transformer layer once ('t'), the
+// embedding first ('E'), MTP ('m') and the loss ('L') last.
+void check_layout_string(const Scenario& s, const Layout& l, const std::string& line, const std::string& flag) {
+  std::string v = value_of(line, flag);
+  v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+  EXPECT_EQ(std::count(v.begin(), v.end(), '|') + 1, l.pp * std::max(1, l.virtual_stages)) << v;
+  EXPECT_EQ(std::count(v.begin(), v.end(), 't'), s.model.layers) << v;
+  EXPECT_EQ(std::count(v.begin(), v.end(), 'm'), s.model.mtp_layers) << v;
+  EXPECT_EQ(v.front(), 'E') << v;
+  EXPECT_EQ(v.back(), 'L') << v;
+  EXPECT_EQ(v.find("||"), std::string::npos) << "an empty stage: " << v;
+  EXPECT_FALSE(has(line, "--num-virtual-stages-per-pipeline-rank")) << "one virtual-pipeline option only";
+}
+
+// The expert layout as the plan says it (Megatron names: --expert-model-parallel-size, ...).
+void check_moe_flags(const Scenario& s, const Plan& p, const std::string& line) {
+  EXPECT_EQ(value_of(line, "--num-experts"), std::to_string(s.model.moe_experts));
+  EXPECT_EQ(value_of(line, "--moe-router-topk"), std::to_string(s.model.moe_top_k));
+  EXPECT_EQ(value_of(line, "--expert-model-parallel-size"), std::to_string(p.layout.ep));
+  EXPECT_EQ(value_of(line, "--expert-tensor-parallel-size"), std::to_string(p.layout.etp));
+  EXPECT_EQ(value_of(line, "--moe-token-dispatcher-type"), to_string(p.layout.dispatcher));
+  EXPECT_TRUE(has(line, "--moe-grouped-gemm"));
+  if (s.model.moe_dense_layers > 0) {
+    EXPECT_TRUE(has(line, "--moe-layer-freq"));
+  }
+  if (s.model.moe_capacity_factor > 0) {
+    EXPECT_TRUE(has(line, "--moe-expert-capacity-factor"));
+  }
+}
+
+// Megatron-Core's TransformerConfig asserts for --overlap-moe-expert-parallel-comm (extracted as the
+// moe_a2a_overlap_* rules of each version, transformer_config.py __post_init__), each checked on the plan.
+void check_moe_overlap(const json& c, const Scenario& s, const Plan& p, const std::string& line) {
+  EXPECT_TRUE(c["arguments"].contains("--overlap-moe-expert-parallel-comm"));
+  expect_rule(c, "moe_a2a_overlap_needs_ep", "expert_model_parallel_size > 1", "overlap_moe_expert_parallel_comm");
+  EXPECT_GT(p.layout.ep, 1);
+  expect_rule(c, "moe_a2a_overlap_needs_alltoall_or_flex", "moe_token_dispatcher_type in ['alltoall', 'flex']");
+  EXPECT_NE(p.layout.dispatcher, Dispatcher::AllGather);
+  expect_rule(c, "moe_a2a_overlap_no_full_recompute", "recompute_granularity != 'full'");
+  EXPECT_NE(value_of(line, "--recompute-granularity"), "full");
+  expect_rule(c, "moe_a2a_overlap_needs_vpp_with_pp", "virtual_pipeline_model_parallel_size is not None",
+              "pipeline_model_parallel_size > 1");
+  if (p.layout.pp > 1) {
+    EXPECT_GT(p.layout.virtual_stages, 1);
+  }
+  // core_v0.14/0.15 allow one MTP layer with the overlap; main dropped the assert (null in its extract).
+  if (!c["rules"]["moe_a2a_overlap_one_mtp_layer"].is_null()) {
+    expect_rule(c, "moe_a2a_overlap_one_mtp_layer", "mtp_num_layers == 1");
+  }
+  EXPECT_LE(s.model.mtp_layers, 1);
+}
 
 // ---- Megatron-LM ------------------------------------------------------------------------------------------------
 TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
@@ -171,8 +254,18 @@ TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
         EXPECT_EQ(takes_value, !value.empty()) << v << " " << flag;
       }
       const bool fsdp = has(line, "--use-megatron-fsdp");
+      const bool a2a_overlap = has(line, "--overlap-moe-expert-parallel-comm");
+      if (a2a_overlap) check_moe_overlap(c, k.s, k.plan, line);
+      if (k.s.model.is_moe()) check_moe_flags(k.s, k.plan, line);
       if (fsdp) {
         EXPECT_NE(line.find("--ckpt-format fsdp_dtensor"), std::string::npos) << k.name;
+        EXPECT_NE(env_of(k.plan, "CUDA_DEVICE_MAX_CONNECTIONS"), "1") << k.name;
+      } else if (a2a_overlap) {
+        // The "must be 1" assert sits inside `if not args.overlap_moe_expert_parallel_comm` (its `within`).
+        bool exempt = false;
+        for (const auto& w : c["rules"]["tp_cp_needs_cuda_max_connections_1"]["within"])
+          exempt = exempt || w.get<std::string>().find("overlap_moe_expert_parallel_comm") != std::string::npos;
+        EXPECT_TRUE(exempt) << v;
         EXPECT_NE(env_of(k.plan, "CUDA_DEVICE_MAX_CONNECTIONS"), "1") << k.name;
       } else if ((k.plan.layout.tp > 1 || k.plan.layout.cp > 1) &&
                  effective_gpu(k.s.cluster).arch != GpuArch::Blackwell) {
@@ -184,7 +277,9 @@ TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
       const int pp = k.plan.layout.pp;
       const int counted = k.s.model.layers + (has(line, "--account-for-embedding-in-pipeline-split") ? 1 : 0) +
                           (has(line, "--account-for-loss-in-pipeline-split") ? 1 : 0);
-      if (!has(line, "--num-virtual-stages-per-pipeline-rank")) {
+      if (has(line, "--pipeline-model-parallel-layout")) {
+        check_layout_string(k.s, k.plan.layout, line, "--pipeline-model-parallel-layout");
+      } else if (!has(line, "--num-virtual-stages-per-pipeline-rank")) {
         EXPECT_EQ(counted % pp, 0) << k.name;
       }
       EXPECT_LE(int(has(line, "--num-virtual-stages-per-pipeline-rank")) +
@@ -218,7 +313,20 @@ TEST(Contract, NemoEveryOverrideIsAConfigKey) {
     // Megatron-Core: (layers + embedding + loss) % pp == 0.
     const int counted = k.s.model.layers + (kv["trainer.strategy.account_for_embedding_in_pipeline_split"] == "true") +
                         (kv["trainer.strategy.account_for_loss_in_pipeline_split"] == "true");
-    EXPECT_EQ(counted % k.plan.layout.pp, 0) << k.name;
+    if (kv.count("trainer.strategy.pipeline_model_parallel_layout")) {
+      check_layout_string(k.s, k.plan.layout, "--x " + kv["trainer.strategy.pipeline_model_parallel_layout"], "--x");
+    } else {
+      EXPECT_EQ(counted % k.plan.layout.pp, 0) << k.name;
+    }
+    if (k.s.model.is_moe()) {
+      EXPECT_EQ(kv["trainer.strategy.expert_model_parallel_size"], std::to_string(k.plan.layout.ep)) << k.name;
+      EXPECT_EQ(kv["model.config.num_moe_experts"], std::to_string(k.s.model.moe_experts)) << k.name;
+      EXPECT_EQ(kv["model.config.moe_token_dispatcher_type"], to_string(k.plan.layout.dispatcher)) << k.name;
+      // NeMo 2.4's config types the key as a plain str; its Megatron-Core 0.14 lists the choices.
+      const json mcore = contract("megatron--core_v0.14");
+      const auto& ch = mcore["arguments"]["--moe-token-dispatcher-type"]["choices"];
+      EXPECT_NE(std::find(ch.begin(), ch.end(), kv["model.config.moe_token_dispatcher_type"]), ch.end()) << k.name;
+    }
     EXPECT_EQ(kv["data.seq_length"], std::to_string(k.s.model.seq_len));
   }
   EXPECT_GT(checked, 40);

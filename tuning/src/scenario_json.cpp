@@ -48,6 +48,42 @@ std::string opt_str(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// The mixture-of-experts / MLA / MTP fields of the model (absent = dense, as written by older plan files).
+void moe_model_from_json(const json& m, ModelSpec& x) {
+  opt_num(m, "head_dim", x.head_dim, "model.");
+  opt_num(m, "moe_experts", x.moe_experts, "model.");
+  opt_num(m, "moe_top_k", x.moe_top_k, "model.");
+  opt_num(m, "moe_ffn_hidden", x.moe_ffn_hidden, "model.");
+  opt_num(m, "moe_shared_experts", x.moe_shared_experts, "model.");
+  opt_num(m, "moe_shared_ffn_hidden", x.moe_shared_ffn_hidden, "model.");
+  opt_num(m, "moe_dense_layers", x.moe_dense_layers, "model.");
+  opt_num(m, "moe_capacity_factor", x.moe_capacity_factor, "model.");
+  if (auto r = opt_str(m, "moe_router"); !r.empty()) x.moe_router = moe_router_from_string(r);
+  opt_num(m, "q_lora_rank", x.q_lora_rank, "model.");
+  opt_num(m, "kv_lora_rank", x.kv_lora_rank, "model.");
+  opt_num(m, "qk_head_dim", x.qk_head_dim, "model.");
+  opt_num(m, "qk_rope_head_dim", x.qk_rope_head_dim, "model.");
+  opt_num(m, "v_head_dim", x.v_head_dim, "model.");
+  opt_num(m, "mtp_layers", x.mtp_layers, "model.");
+}
+
+json moe_model_to_json(const ModelSpec& m) {
+  json j = json::object();
+  if (m.head_dim > 0) j["head_dim"] = m.head_dim;
+  if (m.is_moe()) {
+    j["moe_experts"] = m.moe_experts; j["moe_top_k"] = m.moe_top_k; j["moe_ffn_hidden"] = m.moe_ffn_hidden;
+    j["moe_shared_experts"] = m.moe_shared_experts; j["moe_shared_ffn_hidden"] = m.moe_shared_ffn_hidden;
+    j["moe_dense_layers"] = m.moe_dense_layers; j["moe_capacity_factor"] = m.moe_capacity_factor;
+    j["moe_router"] = to_string(m.moe_router);
+  }
+  if (m.is_mla()) {
+    j["q_lora_rank"] = m.q_lora_rank; j["kv_lora_rank"] = m.kv_lora_rank; j["qk_head_dim"] = m.qk_head_dim;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim; j["v_head_dim"] = m.v_head_dim;
+  }
+  if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
+  return j;
+}
+
 }  // namespace
 
 Scenario scenario_from_json(const json& j) {
@@ -65,6 +101,7 @@ Scenario scenario_from_json(const json& j) {
   opt_bool(m, "gated_mlp", s.model.gated_mlp);
   opt_bool(m, "tied_embeddings", s.model.tied_embeddings);
   opt_bool(m, "dropout", s.model.dropout);
+  moe_model_from_json(m, s.model);
   const json& t = obj(j, "training");
   opt_num(t, "global_batch", s.training.global_batch, "training.");
   if (auto p = opt_str(t, "precision"); !p.empty()) s.training.precision = precision_from_string(p);
@@ -83,6 +120,8 @@ Scenario scenario_from_json(const json& j) {
   opt_bool(t, "tp_comm_overlap", s.training.tp_comm_overlap);
   opt_bool(t, "grad_reduce_fp32", s.training.grad_reduce_fp32);
   opt_bool(t, "fp8_param_gather", s.training.fp8_param_gather);
+  opt_bool(t, "moe_a2a_overlap", s.training.moe_a2a_overlap);
+  opt_bool(t, "moe_force_balance", s.training.moe_force_balance);
   if (auto a = opt_str(t, "attention"); !a.empty()) s.training.attention = attention_from_string(a);
   if (auto r = opt_str(t, "fp8_recipe"); !r.empty()) s.training.fp8_recipe = fp8_recipe_from_string(r);
   const json& c = obj(j, "cluster");
@@ -135,6 +174,11 @@ Layout layout_from_json(const json& j) {
   opt_num(j, "shard_group", l.shard_group, "plan.");
   if (auto r = opt_str(j, "recompute"); !r.empty()) l.recompute = recompute_from_string(r);
   opt_bool(j, "sequence_parallel", l.sequence_parallel);
+  opt_num(j, "ep", l.ep, "plan.");
+  opt_num(j, "etp", l.etp, "plan.");
+  if (auto d = opt_str(j, "dispatcher"); !d.empty()) l.dispatcher = dispatcher_from_string(d);
+  if (l.ep < 1) l.ep = 1;
+  if (l.etp < 1) l.etp = 1;
   return l;
 }
 
@@ -159,6 +203,8 @@ json scenario_to_json(const Scenario& s) {
   if (s.training.fp8_param_gather) training["fp8_param_gather"] = *s.training.fp8_param_gather;
   if (s.training.attention) training["attention"] = to_string(*s.training.attention);
   if (s.training.fp8_recipe) training["fp8_recipe"] = to_string(*s.training.fp8_recipe);
+  if (s.training.moe_a2a_overlap) training["moe_a2a_overlap"] = *s.training.moe_a2a_overlap;
+  if (s.training.moe_force_balance) training["moe_force_balance"] = *s.training.moe_force_balance;
   json cluster = {{"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},
                   {"nvlink_domain", c.nvlink_domain}, {"nic_count", c.nic_count}, {"nic_gbps", c.nic_gbps},
                   {"fabric", to_string(c.fabric)}, {"gpu_nic_path", c.gpu_nic_path}, {"nvls", c.nvls},
@@ -169,18 +215,22 @@ json scenario_to_json(const Scenario& s) {
   if (c.hbm_tbps > 0) overrides["hbm_tbps"] = c.hbm_tbps;
   if (c.nvlink_gbps > 0) overrides["nvlink_gbps"] = c.nvlink_gbps;
   if (!overrides.empty()) cluster["gpu_spec"] = overrides;
-  return {{"model", {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
-                     {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
-                     {"seq_len", m.seq_len}, {"gated_mlp", m.gated_mlp}, {"tied_embeddings", m.tied_embeddings},
-                     {"dropout", m.dropout}}},
-          {"training", training},
-          {"cluster", cluster}};
+  json model = {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
+                {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
+                {"seq_len", m.seq_len}, {"gated_mlp", m.gated_mlp}, {"tied_embeddings", m.tied_embeddings},
+                {"dropout", m.dropout}};
+  model.update(moe_model_to_json(m));  // only for MoE / MLA / head_dim / MTP models: dense plans are unchanged
+  return {{"model", model}, {"training", training}, {"cluster", cluster}};
 }
 
 json layout_to_json(const Layout& l) {
-  return {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"virtual_stages", l.virtual_stages},
-          {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"recompute", to_string(l.recompute)},
-          {"sequence_parallel", l.sequence_parallel}, {"shard_group", l.shard_group}};
+  json j = {{"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"virtual_stages", l.virtual_stages},
+            {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"recompute", to_string(l.recompute)},
+            {"sequence_parallel", l.sequence_parallel}, {"shard_group", l.shard_group}};
+  if (l.ep > 1 || l.etp > 1) {  // expert parallelism (MoE); dense layouts keep their keys
+    j["ep"] = l.ep; j["etp"] = l.etp; j["dispatcher"] = to_string(l.dispatcher);
+  }
+  return j;
 }
 
 }  // namespace paratune::tuning

@@ -1,6 +1,8 @@
 // One adapter per framework: the plan in the form the framework version reads (framework_args.h).
 #pragma once
 
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,14 @@ void deepspeed(const PlanView& v, FrameworkArgs& out);
 void torchtitan(const PlanView& v, FrameworkArgs& out);
 void fsdp(const PlanView& v, FrameworkArgs& out);
 std::string torchrun(const PlanView& v, const Launch& launch);
+
+// Mixture of experts (moe_args.cpp).
+bool moe_uneven_pipeline(const Scenario& s, const Layout& l);  // MoE layers split unevenly: an explicit layout
+std::string pipeline_layout(const Scenario& s, const Layout& l);  // --pipeline-model-parallel-layout value
+void megatron_moe(const PlanView& v, const std::function<void(std::string, std::string)>& add);
+void nemo_moe(const PlanView& v, const std::function<void(const std::string&, const std::string&)>& set);
+void torchtitan_moe_toml(const PlanView& v, std::ostream& o);
+void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags);
 
 // Helpers shared by the adapters.
 std::string join(const std::vector<std::string>& items, const char* sep);

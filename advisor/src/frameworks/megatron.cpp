@@ -28,8 +28,11 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   add("--tensor-model-parallel-size", std::to_string(l.tp));
   add("--pipeline-model-parallel-size", std::to_string(l.pp));
   if (l.cp > 1) add("--context-parallel-size", std::to_string(l.cp));
-  if (l.pp > 1 && l.virtual_stages > 1) add("--num-virtual-stages-per-pipeline-rank", std::to_string(l.virtual_stages));
-  if (v.uneven_pipeline) {
+  const bool moe_layout = moe_uneven_pipeline(v.s, l);  // one layout string replaces the options below
+  if (moe_layout) add("--pipeline-model-parallel-layout", "\"" + pipeline_layout(v.s, l) + "\"");
+  if (l.pp > 1 && l.virtual_stages > 1 && !moe_layout)
+    add("--num-virtual-stages-per-pipeline-rank", std::to_string(l.virtual_stages));
+  if (v.uneven_pipeline && !moe_layout) {
     add("--account-for-embedding-in-pipeline-split");
     add("--account-for-loss-in-pipeline-split");
   }
@@ -65,6 +68,7 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
     }
   }
   if (const char* backend = attention_backend(t)) add("--attention-backend", backend);
+  megatron_moe(v, add);
   out.files.push_back({"megatron.args", join(a, " ") + "\n"});
   out.notes.push_back("model architecture (--num-layers, --hidden-size, ...), tokenizer, data and checkpoint paths "
                       "stay yours: append them after $(cat $PARATUNE_ARGS)");

@@ -52,6 +52,7 @@ std::string toml(const PlanView& v, FrameworkArgs& out) {
   o << "[parallelism]\ndata_parallel_replicate_degree = " << d.replicate << "\ndata_parallel_shard_degree = " << d.shard
     << "\ntensor_parallel_degree = " << l.tp << "\npipeline_parallel_degree = " << l.pp
     << "\ncontext_parallel_degree = " << l.cp << "\n";
+  torchtitan_moe_toml(v, o);
   if (l.pp > 1) {
     o << "pipeline_parallel_schedule = \"" << (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n"
       << "pipeline_parallel_microbatch_size = " << l.micro_batch << "\n";
@@ -88,6 +89,7 @@ std::string cli(const PlanView& v, FrameworkArgs& out) {
       f.push_back("--parallelism.pipeline_parallel_layers_per_stage " +
                   std::to_string(v.s.model.layers / (l.pp * l.virtual_stages)));
   }
+  torchtitan_moe_cli(v, f);
   if (v.s.training.compile.value_or(false)) f.push_back("--compile.enable");
   if (async_tp(v)) f.push_back("--compile.enable_async_tensor_parallel");
   out.notes.push_back(std::string("torchtitan main: activation checkpointing (") + to_string(l.recompute) +

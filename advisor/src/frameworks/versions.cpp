@@ -90,6 +90,9 @@ std::string version_problem(const Scenario& s, const Layout& l, Framework f) {
   if (f == F::Torchtitan && l.zero_stage == 0 && (l.tp > 1 || l.pp > 1 || l.cp > 1))
     return who + "data parallelism by replication only (DDP) raises \"DDP has not supported > 1D parallelism\" "
                  "with tp/pp/cp > 1; shard the data-parallel dimension (zero_stage 3)";
+  if (f == F::Torchtitan && v.id == "main" && l.etp > 1)
+    return who + "parallelism has expert_parallel_degree but no expert_tensor_parallel_degree (its config fields); "
+                 "plan etp 1 or framework_version=v0.2";
   if (f == F::Fsdp && v.id == "1.13" && l.shard_group > 0)
     return who + "ShardingStrategy has FULL_SHARD, SHARD_GRAD_OP and NO_SHARD only (no HYBRID_SHARD before 2.0)";
   return "";

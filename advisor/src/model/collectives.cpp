@@ -9,6 +9,7 @@ namespace paratune::advisor::terms {
 
 namespace {
 inline double ceil_log2(double k) { return k <= 1 ? 0 : std::ceil(std::log2(k)); }
+}  // namespace
 
 // Ranks of a group that share an island (node, or multi-node NVLink domain), and how many islands it spans.
 void island_split(const Resolved& R, int k, int stride, int* per_island, int* islands) {
@@ -16,7 +17,6 @@ void island_split(const Resolved& R, int k, int stride, int* per_island, int* is
   *per_island = stride >= island ? 1 : std::min(k, std::max(1, island / stride));
   *islands = (k + *per_island - 1) / *per_island;
 }
-}  // namespace
 
 double group_busbw_gbps(const Resolved& R, const ModelParams& p, int k, int stride, bool allreduce) {
   if (k <= 1) return 1e9;
@@ -45,6 +45,7 @@ double group_busbw_gbps(const Resolved& R, const ModelParams& p, int k, int stri
 
 double collective_s(const Resolved& R, const ModelParams& p, Coll c, double bytes, int k, int stride) {
   if (k <= 1 || bytes <= 0) return 0;
+  if (c == Coll::AllToAll) return alltoall_s(R, p, bytes, k, stride);  // MoE dispatch/combine (moe_comm.cpp)
   const bool ar = c == Coll::AllReduce;
   const double bw = group_busbw_gbps(R, p, k, stride, ar) * 1e9;
   const long span = long(stride) * k;

@@ -1,6 +1,7 @@
 // Counts the model's terms rest on: parameters, model FLOPs per token, activation bytes per layer (docs/model.md).
 // The terms themselves are in advisor/src/model/.
 #include "paratune/advisor/model.h"
+#include "terms.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,8 @@ namespace paratune::advisor {
 // ---------------------------------------------------------------------------------------------------------------
 // Counts.
 double params_per_layer(const ModelSpec& m) {
+  if (uses_moe_layer(m))  // MoE / MLA / head_dim: the generalised layer's average (moe_dims.cpp)
+    return (moe_total_params(m) - double(m.vocab) * m.hidden * (m.tied_embeddings ? 1 : 2) - m.hidden) / m.layers;
   const double h = m.hidden, a = m.heads, g = m.kv_heads > 0 ? m.kv_heads : m.heads;
   const double f = m.ffn_hidden > 0 ? m.ffn_hidden : 4.0 * m.hidden;
   // QKV h*(h + 2h g/a), output h*h, MLP (2 or 3) h f, two norms 2h.
@@ -18,11 +21,13 @@ double params_per_layer(const ModelSpec& m) {
 }
 
 double total_params(const ModelSpec& m) {
+  if (uses_moe_layer(m)) return moe_total_params(m);
   const double emb = double(m.vocab) * m.hidden;
   return m.layers * params_per_layer(m) + emb * (m.tied_embeddings ? 1 : 2) + m.hidden;
 }
 
 double model_flops_per_token(const ModelSpec& m) {
+  if (uses_moe_layer(m)) return moe_flops_per_token(m);
   // 6 x (transformer params + the logits GEMM's V*h) + 12*l*h*s for attention scores (no causal discount).
   const double n = m.layers * params_per_layer(m) + double(m.vocab) * m.hidden;
   return 6 * n + 12.0 * m.layers * m.hidden * double(m.seq_len);

@@ -25,6 +25,7 @@ double Evaluator::collective_s(Coll c, double bytes, int k, int stride) const {
 }
 
 double Evaluator::memory_gib(const Layout& l, MemoryBreakdown* out) const {
+  if (r_.moe.on) return terms::moe_memory_gib(r_, p_, l, headroom_gib, out);  // MoE / MLA (moe_memory.cpp)
   return terms::memory_gib(r_, l, headroom_gib, out);
 }
 
@@ -33,14 +34,14 @@ namespace {
 // The bottleneck stage's per-micro-batch time split into the breakdown's terms, scaled so that they add up to the
 // stage time, times the micro-batches; the once-per-step terms on top.
 struct PerLayer {
-  double compute, recompute, tp, cp, shard, stack;
-  double total() const { return compute + recompute + tp + cp + shard + stack; }
+  double compute, recompute, tp, cp, shard, stack, ep = 0, imbalance = 0;  // ep, imbalance: MoE only (0 dense)
+  double total() const { return compute + recompute + tp + cp + shard + stack + ep + imbalance; }
 };
 
 Breakdown assemble(const PerLayer& pl, int Lmax, double head_part, double mb_over, const terms::Stages& st, int m,
                    double pp_comm, double dp_exposed, double optimizer, double step_overhead) {
   const double parts[] = {Lmax * pl.compute + head_part, Lmax * pl.recompute, Lmax * pl.tp, Lmax * pl.cp,
-                          Lmax * pl.shard, Lmax * pl.stack + mb_over};
+                          Lmax * pl.shard, Lmax * pl.stack + mb_over, Lmax * pl.ep, Lmax * pl.imbalance};
   double sum = 0;
   for (double x : parts) sum += x;
   const double scale = sum > 0 ? st.max() / sum : 1;
@@ -55,6 +56,8 @@ Breakdown assemble(const PerLayer& pl, int Lmax, double head_part, double mb_ove
   br.pp_comm = pp_comm;
   br.optimizer = optimizer;
   br.other = k * parts[5] + step_overhead;
+  br.ep_comm = k * parts[6];
+  br.moe_imbalance = k * parts[7];
   return br;
 }
 
@@ -69,7 +72,7 @@ double host_bound_excess(const Resolved& R, const ModelParams& p, const Layout& 
 
 double step_of(const Breakdown& b) {
   return b.compute + b.recompute + b.tp_comm + b.cp_comm + b.pp_bubble + b.pp_comm + b.dp_comm_exposed +
-         b.optimizer + b.other;
+         b.optimizer + b.other + b.ep_comm + b.moe_imbalance;
 }
 
 }  // namespace
@@ -80,28 +83,40 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   const int m = std::max(1, r_.s.training.global_batch / std::max(1, l.dp * l.micro_batch));
   r.microbatches = m;
 
-  const LayerCompute lc = layer_compute(r_, p_, l);
-  const double rc = recompute_s(lc, l.recompute);
-  const TpComm tp = tp_comm(r_, p_, l);
+  // MoE / MLA / head_dim models take the generalised layer (moe_*.cpp); dense models the dense terms only.
+  const bool moe = r_.moe.on;
+  double gemm_imbalance = 0;
+  const LayerCompute lc = moe ? moe_layer_compute(r_, p_, l, &gemm_imbalance) : layer_compute(r_, p_, l);
+  const double rc = recompute_s(lc, l.recompute) + (moe ? moe_recompute_extra_s(r_, p_, l, lc) : 0);
+  TpComm tp = tp_comm(r_, p_, l);
+  if (moe) tp.per_layer *= moe_tp_comm_share(r_, l);
   const double cp = cp_comm_layer(r_, p_, l, lc);
   const double shard = shard_comm_layer(r_, p_, l, lc, rc, tp.per_layer);
   PerLayer pl{lc.fwd() + lc.bwd(), rc, tp.per_layer, cp, shard, 0};
+  if (moe) {
+    const MoeComm ep = moe_comm_layer(r_, p_, l, lc, rc);
+    pl.ep = ep.exposed;
+    pl.imbalance = gemm_imbalance + ep.imbalance;
+  }
   pl.stack = host_bound_excess(r_, p_, l, pl.total()) +
-             p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6;
-  r.layer_fwd_s = lc.fwd() + tp.per_layer * 2 / tp.count + cp / 3;
-  r.layer_bwd_s = lc.bwd() + rc + tp.per_layer * (tp.count - 2) / tp.count + cp * 2 / 3;
+             p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6 +
+             (moe ? moe_layer_overhead_s(r_, p_) : 0);
+  r.layer_fwd_s = lc.fwd() + tp.per_layer * 2 / tp.count + cp / 3 + (pl.ep + pl.imbalance) / 3;
+  r.layer_bwd_s = lc.bwd() + rc + tp.per_layer * (tp.count - 2) / tp.count + cp * 2 / 3 + (pl.ep + pl.imbalance) * 2 / 3;
 
   const double mb_over = p_.mb_overhead_us * 1e-6;
-  const double emb = embedding_s(r_, l), head = head_s(r_, p_, l);
+  const double emb = embedding_s(r_, l), head = head_s(r_, p_, l) + (moe ? mtp_s(r_, p_, l, pl.total()) : 0);
   const Stages st = stage_times(r_, l, pl.total(), emb, head, mb_over);
   int Lf, Lm, Ll;
   stage_layers(r_, l, &Lf, &Lm, &Ll);
   const double head_part = l.pp == 1 ? emb + head : (st.last >= st.max() ? head : 0);
   r.br = assemble(pl, std::max({Lf, Lm, Ll}), head_part, mb_over, st, m, pp_p2p(r_, p_, l, m),
-                  dp_comm_exposed(r_, p_, l, lc, rc), optimizer_s(r_, l), p_.step_overhead_s);
+                  moe ? moe_dp_comm_exposed(r_, p_, l, lc, rc) : dp_comm_exposed(r_, p_, l, lc, rc),
+                  moe ? moe_optimizer_s(r_, l) : optimizer_s(r_, l), p_.step_overhead_s);
   r.step_s = step_of(r.br);
 
-  step_flops(r_, l, &r.model_flops_step, &r.hw_flops_step);
+  if (moe) moe_step_flops(r_, l, &r.model_flops_step, &r.hw_flops_step);
+  else step_flops(r_, l, &r.model_flops_step, &r.hw_flops_step);
   r.mem_gib = memory_gib(l, &r.mem);
   r.fits = r.mem_gib <= r_.capacity_gib;
   if (!r.fits) {

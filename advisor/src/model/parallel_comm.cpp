@@ -54,7 +54,7 @@ double shard_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l
   const int nsh = l.shard_group > 0 ? l.shard_group : l.dp * l.cp;
   const auto [per_mb_ag, per_mb_rs] = shard_pattern(R, l);
   if (nsh <= 1 || !(per_mb_ag || per_mb_rs || z >= 3)) return 0;
-  const double layer_param = R.m.P_layer / l.tp;
+  const double layer_param = R.moe.on ? moe_layer_params_per_gpu(R, l) : R.m.P_layer / l.tp;  // experts: / (ep etp)
   // How many collectives a layer's parameters take: FSDP and Megatron-FSDP gather one wrapped block at once;
   // DeepSpeed ZeRO-3 gathers in prefetch buckets of stage3_prefetch_bucket_size = 5e7 elements and reduces in
   // reduce_bucket_size = 5e8 (DeepSpeed's config defaults), each collective paying the ring's latency.

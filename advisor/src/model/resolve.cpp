@@ -103,6 +103,7 @@ Resolved resolve(const Scenario& s, Framework f, const ModelParams& p) {
   R.node_net_gbps = node_network_gbps(s.cluster, p);
   R.stack = stack_profile(s, f, g, p);
   R.m = model_dims(s.model);
+  R.moe = moe_dims(s, f);  // MoE / MLA / head_dim / MTP: the generalised layer (moe_dims.cpp); off for dense models
   return R;
 }
 

@@ -6,6 +6,13 @@
 #include "paratune/advisor/plan.h"
 #include "paratune/advisor/resolved.h"
 
+namespace paratune::advisor {
+// The generalised layer's counts (moe_dims.cpp): all parameters, MTP modules excluded.
+double moe_total_params(const ModelSpec& m);
+double moe_flops_per_token(const ModelSpec& m);  // the MFU convention with active parameters and head widths
+inline bool uses_moe_layer(const ModelSpec& m) { return m.is_moe() || m.is_mla() || m.head_dim > 0 || m.mtp_layers > 0; }
+}  // namespace paratune::advisor
+
 namespace paratune::advisor::terms {
 
 // --- compute (compute.cpp) ----------------------------------------------------------------------------------------
@@ -29,6 +36,9 @@ double embedding_s(const Resolved& R, const Layout& l);
 double head_s(const Resolved& R, const ModelParams& p, const Layout& l);
 
 // --- collectives (collectives.cpp) --------------------------------------------------------------------------------
+// Ranks of a group of k GPUs `stride` apart that share an island (node, or multi-node NVLink domain), and how many
+// islands the group spans.
+void island_split(const Resolved& R, int k, int stride, int* per_island, int* islands);
 // Bus bandwidth (GB/s) of a group of k GPUs whose ranks are `stride` apart (TP innermost, then CP, DP, PP).
 double group_busbw_gbps(const Resolved& R, const ModelParams& p, int k, int stride, bool allreduce);
 // Time of one collective of `bytes` (the full, unsharded buffer) on such a group.
@@ -80,5 +90,56 @@ void step_flops(const Resolved& R, const Layout& l, double* model_flops, double*
 
 // --- memory (memory.cpp) ------------------------------------------------------------------------------------------
 double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, MemoryBreakdown* out);
+
+// --- mixture of experts, MLA, MTP: the generalised layer (moe_*.cpp; docs/model.md §9) -----------------------------
+// Taken only when R.moe.on; a plain dense model never reaches these, so its numbers are the dense terms'.
+// Parameters of one layer averaged over the layer mix (all experts), and those one GPU holds (experts over ep x etp).
+double moe_layer_params_avg(const Resolved& R);
+double moe_layer_params_per_gpu(const Resolved& R, const Layout& l);
+// Tokens one GPU feeds into the MoE block per micro-batch (its sequence-parallel shard) and the expert rows it
+// computes when routing is balanced (etp x tokens x top-k).
+double moe_tokens_in(const Resolved& R, const Layout& l);
+// The busiest EP rank's rows over the mean: learned routing (or 1 when force-balanced) times the statistical spread
+// of the maximum over ep ranks, capped by the capacity factor when tokens are dropped.
+double moe_imbalance_factor(const Resolved& R, const ModelParams& p, const Layout& l);
+// One layer averaged over the layer mix (dense leading layers, MoE layers): attention projections (MLA or
+// head_dim-wide), the attention core, dense MLP or router + grouped expert GEMMs + shared experts, elementwise work
+// (norms, permutation, activation) — at balanced routing. `imbalance` (if given) receives the extra forward+backward
+// GEMM time of the busiest rank.
+LayerCompute moe_layer_compute(const Resolved& R, const ModelParams& p, const Layout& l, double* imbalance = nullptr);
+// Selective recompute of the generalised layer is Megatron-Core's MoE set (core attention, norms, MLA
+// up-projections, activation functions): what it recomputes beyond the attention core (recompute_s).
+double moe_recompute_extra_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c);
+// Share of the dense per-layer TP collectives a layer of the mix still has: MoE layers keep the attention's two and
+// the MLP's only for shared experts or expert TP.
+double moe_tp_comm_share(const Resolved& R, const Layout& l);
+// All-to-all of `bytes` per rank over k ranks `stride` apart (Coll::AllToAll): the NVLink share and the network
+// share of the traffic, each at its achieved bandwidth (the island's NICs shared by its GPUs), the slower decides.
+// `net_share` scales the bytes that cross the network (DeepEP / HybridEP send one copy per destination island and
+// forward it over NVLink there: less than 1 for top-k > 1).
+double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, int stride, double net_share = 1.0);
+// Dispatch + combine of one MoE layer and micro-batch, forward and backward, averaged over the layer mix.
+struct MoeComm {
+  double raw = 0;        // seconds on the wire, balanced routing
+  double exposed = 0;    // after overlap with another micro-batch (dispatcher and stack permitting)
+  double imbalance = 0;  // the busiest rank's extra all-to-all time (exposed share)
+};
+// Whether dispatch/combine overlap another micro-batch in this layout (--overlap-moe-expert-parallel-comm).
+bool moe_a2a_overlap_on(const MoeDims& d, const Layout& l);
+MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c, double recompute);
+// Per layer (mix-averaged) and micro-batch: the MoE block's host-bound overhead (small kernels, token-count sync).
+double moe_layer_overhead_s(const Resolved& R, const ModelParams& p);
+// Multi-token prediction on the last stage: one more MoE layer and the LM head again per MTP module.
+double mtp_s(const Resolved& R, const ModelParams& p, const Layout& l, double layer_s);
+// Once-per-step terms with the experts' own data-parallel group (edp = tp cp dp / (ep etp), ranks ep etp apart).
+double moe_stage_params(const Resolved& R, const Layout& l, double* expert_part);
+double moe_dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c,
+                           double recompute);
+double moe_optimizer_s(const Resolved& R, const Layout& l);
+void moe_step_flops(const Resolved& R, const Layout& l, double* model_flops, double* hw_flops);
+// Memory per GPU: expert weights over ep x etp, their optimizer states over edp, dispatched-token activations
+// (capacity padding included), all-to-all buffers.
+double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, double headroom_gib,
+                      MemoryBreakdown* out);
 
 }  // namespace paratune::advisor::terms

@@ -73,16 +73,46 @@ struct ModelParams {
                                      // the data sheet's "2x attention-layer acceleration" (prior; fitted)
   double compile_elt_scale = 0.6;    // torch.compile fuses elementwise chains: HBM traffic of norms, residuals,
                                      // activations (FSDP, torchtitan); Megatron-Core/NeMo already fuse them
+  // Mixture of experts (docs/model.md §9; moe_fit_spec() in bench/advisor fits them on the MoE rows only, so the
+  // dense model is untouched). Priors from shared/data/calibration/alltoall_bw.csv where a row measures the term.
+  double grouped_gemm_eff = 0.85;    // grouped expert GEMMs against one GEMM of the same shape (prior: CUTLASS/TE
+                                     // grouped GEMMs run ~85-90 % of a single large GEMM)
+  double a2a_nvl_eff = 0.75;         // all-to-all over NVLink / fraction of the per-direction NVLink bandwidth
+                                     // (DeepEP V1 intranode H800 153 of ~200 GB/s; DeepEP V2 B200 726 of 900)
+  double a2a_net_eff = 0.85;         // all-to-all across NICs / fraction of the NIC line rate (DeepEP V1 internode
+                                     // 43-58 GB/s, HybridEP H100 36-45 GB/s, of 50 GB/s per 400G NIC)
+  double nccl_a2a_eff = 0.75;        // NCCL's all-to-all (alltoall dispatcher) against the DeepEP-class kernels at the
+                                     // same bytes (prior; a secondary note of Megatron-Core's Table 7 says ~0.5 with
+                                     // permutation included)
+  double a2a_latency_us = 30;        // fixed cost of one dispatch or combine (notify + launch; DeepEP normal kernels)
+  double moe_route_imbalance = 1.10; // busiest EP rank's tokens / the mean with real (learned) routing; force-balanced
+                                     // benchmark routing is 1 (plus the statistical spread, computed)
+  double ep_overlap = 0.5;           // share of the MoE layer's compute that hides dispatch/combine when overlapped
+                                     // with another micro-batch (1F1B A2A overlap: steady state only)
+  double grouped_gemm_hopper = 0.8;  // Hopper's grouped expert GEMMs against Blackwell's (Transformer Engine runs
+                                     // them as a multi-stream set of cuBLAS GEMMs there; Blackwell has fused grouped
+                                     // kernels): prior 0.8, fitted on the H100 MoE rows
+  double moe_layer_us = 200;         // per MoE layer and micro-batch, forward + backward: the router, permutation and
+                                     // dispatcher's small kernels and the host synchronisation of the dropless
+                                     // token counts, which the GPU cannot run ahead of (prior; fitted)
 };
 
 const ModelParams& shipped_params();
 const char* shipped_params_provenance();
 
-enum class Coll { AllReduce, ReduceScatter, AllGather, SendRecv };
+// AllToAll: every rank sends bytes/k to every other (MoE dispatch/combine); `bytes` is one rank's send buffer.
+enum class Coll { AllReduce, ReduceScatter, AllGather, SendRecv, AllToAll };
 
 // Parameter counts (no biases): per transformer layer, the embedding table, the whole model.
 double params_per_layer(const ModelSpec& m);
 double total_params(const ModelSpec& m);
+// Parameters a token passes through (MoE: the top-k routed and the shared experts; = total_params for dense models).
+// Multi-token-prediction modules are counted in neither (model cards quote the main model; DeepSeek-V3: 671B + 14B).
+double active_params(const ModelSpec& m);
+// Whether MoE dispatch/combine run overlapped with another micro-batch in this layout (Megatron-Core
+// --overlap-moe-expert-parallel-comm: EP > 1, alltoall or flex, no full recompute, interleaving when PP > 1, at most
+// one MTP layer; on unless training.moe_a2a_overlap = false). The model and the adapters ask the same question.
+bool moe_a2a_overlap(const Scenario& s, const Layout& l, Framework f);
 // Model FLOPs per token (the MFU convention: 6 * (non-embedding params + logits GEMM) + 12 * l * h * s).
 double model_flops_per_token(const ModelSpec& m);
 

@@ -14,12 +14,17 @@ struct Layout {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   int shard_group = 0;  // ZeRO-3 / FSDP: 0 = shard over all DP ranks; k = hybrid (HSDP): shard within k, replicate
+  // Mixture of experts ("parallel folding": the experts' ep x etp x edp = tp x cp x dp of the attention).
+  int ep = 1, etp = 1;
+  Dispatcher dispatcher = Dispatcher::AllToAll;
   int grad_accum(int global_batch) const { return global_batch / (dp * micro_batch); }
 };
 
 struct Breakdown {  // seconds per optimizer step
   double compute = 0, recompute = 0, tp_comm = 0, cp_comm = 0, pp_bubble = 0, pp_comm = 0,
          dp_comm_exposed = 0, optimizer = 0, other = 0;
+  double ep_comm = 0;        // MoE dispatch + combine all-to-all, exposed
+  double moe_imbalance = 0;  // MoE: the busiest expert rank's excess over a balanced one (GEMMs and all-to-all)
 };
 
 struct MemoryBreakdown {  // GiB per GPU (the worst stage)

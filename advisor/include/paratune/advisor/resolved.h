@@ -33,11 +33,35 @@ struct ModelDims {
   bool gated = false, dropout = false, tied = false;
 };
 
+// What the generalised layer needs beyond ModelDims (docs/model.md §9): mixture of experts, head dimensions that are
+// not hidden/heads, multi-head latent attention, multi-token prediction. `on` = the model needs it (terms.h, MoE
+// block); a plain dense model never takes this path, so its numbers do not change.
+struct MoeDims {
+  bool on = false;           // MoE, MLA, head_dim or MTP given
+  bool moe = false;          // routed experts present
+  double E = 0, k = 0;       // routed experts, top-k
+  double fe = 0, fs = 0;     // one routed expert's FFN hidden; all shared experts' FFN hidden together
+  double L_dense = 0, L_moe = 0, mix = 0;  // layers of each kind; mix = L_moe / L
+  double cf = 0;             // capacity factor; 0 = dropless
+  double dqk = 0, dv = 0;    // per-head query/key width (rotary part included) and value width
+  double q_lora = 0, kv_lora = 0, rope = 0;
+  double P_attn = 0;         // attention (and its norm) per layer
+  double P_dense_mlp = 0;    // one dense layer's MLP (and its norm)
+  double P_expert = 0;       // one routed expert
+  double P_shared = 0, P_router = 0;  // per MoE layer
+  double mtp = 0;            // MTP modules (each: one MoE layer + a 2h x h projection + norms; head shared)
+  bool force_balance = false;  // benchmark routing (uniform)
+  bool a2a_overlap = false;    // dispatch/combine overlapped with another micro-batch
+  double avg_layer_nonexpert() const { return P_attn + (1 - mix) * P_dense_mlp + mix * (P_shared + P_router); }
+  double avg_layer_expert() const { return mix * E * P_expert; }
+};
+
 struct Resolved {
   Scenario s;
   GpuSpec gpu;
   StackProfile stack;
   ModelDims m;
+  MoeDims moe;
   double peak = 0;         // FLOP/s, 16-bit, achieved for large GEMMs (fitted efficiency applied)
   double peak_lin = 0;     // FLOP/s for linear layers (FP8 gain applied)
   double hbm = 0;          // bytes/s achieved for streaming kernels
@@ -51,5 +75,7 @@ struct Resolved {
 
 // Resolve `s` for framework `f` under parameters `p` (the only place the catalog is consulted).
 Resolved resolve(const Scenario& s, Framework f, const ModelParams& p);
+// The generalised layer's dimensions (advisor/src/model/moe_dims.cpp).
+MoeDims moe_dims(const Scenario& s, Framework f);
 
 }  // namespace paratune::advisor

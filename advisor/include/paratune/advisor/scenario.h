@@ -21,6 +21,13 @@ enum class Attention { Flash2, Flash3, Cudnn, None };
 // MXFP8 (one 8-bit exponent per 32 elements: Blackwell tensor cores).
 enum class Fp8Recipe { Delayed, Tensorwise, Rowwise, Blockwise, Mxfp8 };
 enum class Fabric { InfiniBand, RoCE, Efa, Slingshot, OmniPath, Ethernet };
+// Mixture of experts. The router's load balancing: an auxiliary loss (Switch/GShard, Mixtral, Qwen3, gpt-oss), or
+// aux-loss-free expert bias (DeepSeek-V3's sigmoid gate with a per-expert bias).
+enum class MoeRouter { AuxLoss, AuxLossFree };
+// How tokens reach their experts (Megatron-Core --moe-token-dispatcher-type): NCCL all-to-all over the EP group,
+// all-gather + reduce-scatter of every token over it, or the flex dispatcher (DeepEP / HybridEP kernels: one copy per
+// destination node over the network, forwarded over NVLink, few SMs).
+enum class Dispatcher { AllToAll, AllGather, Flex };
 
 const char* to_string(Framework f);
 const char* to_string(Precision p);
@@ -30,6 +37,10 @@ Attention attention_from_string(const std::string& s);
 Fp8Recipe fp8_recipe_from_string(const std::string& s);
 const char* to_string(Recompute r);
 const char* to_string(Fabric f);
+const char* to_string(MoeRouter r);
+const char* to_string(Dispatcher d);
+MoeRouter moe_router_from_string(const std::string& s);
+Dispatcher dispatcher_from_string(const std::string& s);
 // Parsers throw std::invalid_argument whose message lists the valid choices.
 Framework framework_from_string(const std::string& s);
 Precision precision_from_string(const std::string& s);
@@ -48,6 +59,25 @@ struct ModelSpec {
   bool gated_mlp = false;  // SwiGLU-style (3 matrices)
   bool tied_embeddings = false;
   bool dropout = false;    // hidden/attention dropout (1-byte masks stored per layer; GPT-3/Megatron-era models)
+  int head_dim = 0;        // attention head dimension (Megatron --kv-channels); 0 = hidden / heads
+  // Mixture of experts (docs/model.md §9); moe_experts = 0 is a dense model and every field below is ignored.
+  int moe_experts = 0;             // routed experts per MoE layer
+  int moe_top_k = 0;               // routed experts per token
+  int moe_ffn_hidden = 0;          // FFN hidden size of one routed expert (0 = ffn_hidden)
+  int moe_shared_experts = 0;      // shared experts every token passes through
+  int moe_shared_ffn_hidden = 0;   // FFN hidden size of one shared expert (0 = moe_ffn_hidden)
+  int moe_dense_layers = 0;        // leading dense layers (ffn_hidden) before the MoE layers (DeepSeek-V3: 3)
+  double moe_capacity_factor = 0;  // tokens per expert / fair share before dropping; 0 = dropless
+  MoeRouter moe_router = MoeRouter::AuxLoss;
+  // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank = 0 is ordinary (grouped-query) attention.
+  int q_lora_rank = 0;             // 0 = queries projected directly
+  int kv_lora_rank = 0;
+  int qk_head_dim = 0;             // per-head query/key dimension without the rotary part
+  int qk_rope_head_dim = 0;        // rotary part, shared by the heads for keys
+  int v_head_dim = 0;
+  int mtp_layers = 0;              // multi-token-prediction modules after the last layer (DeepSeek-V3: 1)
+  bool is_moe() const { return moe_experts > 0; }
+  bool is_mla() const { return kv_lora_rank > 0; }
 };
 
 struct TrainingSpec {
@@ -75,6 +105,11 @@ struct TrainingSpec {
                                          // defaults), on for FSDP and torchtitan (torchtitan's default)
   std::optional<bool> fp8_param_gather;  // FP8 primary weights, gathered in FP8 (Megatron --fp8-param-gather,
                                          // NeMo fp8_params); default off
+  // Mixture of experts (unset = the framework's default):
+  std::optional<bool> moe_a2a_overlap;    // dispatch/combine overlapped with another micro-batch's compute
+                                          // (Megatron --overlap-moe-expert-parallel-comm); default on with EP > 1
+  std::optional<bool> moe_force_balance;  // routing forced to a uniform spread (benchmarks: Megatron
+                                          // --moe-router-force-load-balancing); default off (real routing)
 };
 
 // One compute NIC as the advisor sees it (from the probe or the scenario file).
@@ -120,6 +155,8 @@ struct ParallelSpec {
   std::optional<int> tp, pp, dp, cp, virtual_stages, micro_batch, zero_stage;
   std::optional<Recompute> recompute;
   std::optional<bool> sequence_parallel;
+  std::optional<int> ep, etp;              // expert parallel and expert tensor parallel degrees (MoE)
+  std::optional<Dispatcher> dispatcher;    // MoE token dispatcher
 };
 
 struct Scenario {

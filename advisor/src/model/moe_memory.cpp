@@ -1,0 +1,148 @@
+// Memory per GPU for the generalised layer (docs/model.md §9): non-expert weights split by TP with their optimizer
+// states over the dp x cp ranks, expert weights split over ep x etp with theirs over the experts' own data-parallel
+// group (edp = tp cp dp / (ep etp), Megatron-Core "parallel folding"), activations of the dispatched rows (the
+// busiest rank's share, or the capacity when tokens are dropped), MTP on the last stage, dispatcher buffers.
+#include <algorithm>
+
+#include "terms.h"
+
+namespace paratune::advisor::terms {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct Bytes {
+  double w = 0, g = 0, o = 0;  // per parameter held, after sharding over `n`
+};
+
+// Model states per parameter (memory.cpp's table) for a sharding group of n ranks.
+Bytes state_bytes(const Resolved& R, int z, double n) {
+  Bytes b;
+  switch (R.stack.framework) {
+    case Framework::Megatron:
+    case Framework::Nemo:
+      b = {2, R.stack.grad_bytes(), R.stack.grad_fp32 ? 12.0 : 16.0};
+      if (z >= 1) b.o /= n;
+      if (z >= 3) { b.w /= n; b.g /= n; }
+      break;
+    case Framework::DeepSpeed:
+      b = {2, 4, 12};
+      if (z >= 1) b.o /= n;
+      if (z >= 2) b.g /= n;
+      if (z >= 3) b.w /= n;
+      break;
+    default:  // FSDP / torchtitan: fp32 sharded parameters
+      b = {4, 4, 8};
+      if (z >= 2) { b.w = 4 / n + 2; b.g /= n; b.o /= n; }
+      if (z >= 3) b.w = 4 / n;
+      break;
+  }
+  const bool fp8 = R.s.training.precision == Precision::Fp8;
+  if (R.stack.fp8_params) b.w = z >= 3 ? 1.0 / n : 1.0;
+  else if (fp8 && R.stack.megatron_core) b.w += z >= 3 ? 1.0 / n : 1.0;
+  return b;
+}
+
+// Bytes one layer of each kind keeps for the backward pass, one micro-batch (Korthikanti et al. 2022 Table 2
+// generalised as in counts.cpp, with the heads' own widths; ℓ = bytes of a saved linear-layer input).
+struct LayerActs {
+  double attn = 0, dense = 0, moe = 0, input = 0;
+};
+LayerActs layer_acts(const Resolved& R, const ModelParams& p, const Layout& l) {
+  const ModelDims& d = R.m;
+  const MoeDims& x = R.moe;
+  const double t = l.tp, tok = double(l.micro_batch) * d.s / l.cp;
+  const bool sp = l.sequence_parallel && l.tp > 1;
+  const double hs = sp ? t : 1.0, lin = R.s.training.precision == Precision::Fp8 ? 1 : 2;
+  const double kv = x.kv_lora > 0 ? d.a : d.g;
+  LayerActs a;
+  a.input = 2 * tok * d.h / hs;
+  if (l.recompute == Recompute::Full) return a;
+  // Selective recompute of this layer is Megatron-Core's MoE recipe set (recompute_modules core_attn, layernorm,
+  // mla_up_proj, moe_act): the norm outputs, MLA's up-projected Q/K/V and the activation-function outputs are
+  // rebuilt in the backward pass instead of kept; the norm inputs, the latents, the attention output and the fc1
+  // outputs stay.
+  const bool sel = l.recompute == Recompute::Selective;
+  const double replicated = (4 + (sel ? 0 : 2 * lin) + (d.dropout ? 2 : 0)) * d.h + 2 * (x.q_lora + x.kv_lora + x.rope);
+  const bool up_proj_kept = !(sel && x.kv_lora > 0);
+  const double split = (up_proj_kept ? 2 * d.a * x.dqk + 2 * kv * x.dqk + 2 * kv * x.dv : 0) + 2 * d.a * x.dv;
+  a.attn = tok * (replicated / hs + split / t);
+  if (!R.stack.flash && !sel) a.attn += 5 * (d.a / t) * d.s * tok;
+  const double act = (d.gated ? 4 : 2) + (sel ? 0 : lin);
+  a.dense = tok * act * d.f / t;
+  if (x.moe) {
+    const double load = x.cf > 0 ? x.cf : moe_imbalance_factor(R, p, l);
+    const double rows = l.etp * moe_tokens_in(R, l) * x.k * load;
+    // Per expert row: its fc1 input, fc1 output(s) and activation output, and the expert output the un-permutation
+    // weights by the router probability (its backward needs it).
+    a.moe = rows * (lin * d.h + act * x.fe / l.etp + 2 * d.h) + 8 * moe_tokens_in(R, l) * x.E + tok * act * x.fs / t;
+  }
+  return a;
+}
+
+}  // namespace
+
+double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, double headroom_gib,
+                      MemoryBreakdown* out) {
+  const ModelDims& d = R.m;
+  const MoeDims& x = R.moe;
+  const int t = l.tp, pp = l.pp, v = std::max(1, l.virtual_stages);
+  int Lf, Lm, Ll;
+  stage_layers(R, l, &Lf, &Lm, &Ll);
+  const int m = std::max(1, R.s.training.global_batch / std::max(1, l.dp * l.micro_batch));
+  const double ee = double(l.ep) * l.etp;
+  const double n_d = l.shard_group > 0 ? l.shard_group : double(l.dp) * l.cp;
+  const double n_e = std::max(1.0, double(t) * l.cp * l.dp / ee);
+
+  // Parameters on the first and last stages: non-expert (TP-split) and expert (ep x etp-split) parts.
+  const double ne = x.avg_layer_nonexpert() / t, ex = x.avg_layer_expert() / ee;
+  const double mtp_ne = x.mtp * (x.P_attn + x.P_shared + x.P_router + 2 * d.h * d.h + 2 * d.h) / t;
+  const double mtp_ex = x.mtp * x.E * x.P_expert / ee;
+  const double emb = d.P_emb / t;
+  const double ne_first = pp == 1 ? d.L * ne + emb * (d.tied ? 1 : 2) + mtp_ne : Lf * ne + emb;
+  const double ex_first = pp == 1 ? d.L * ex + mtp_ex : Lf * ex;
+  const double ne_last = pp == 1 ? ne_first : Ll * ne + emb + mtp_ne;
+  const double ex_last = pp == 1 ? ex_first : Ll * ex + mtp_ex;
+  const Bytes bd = state_bytes(R, l.zero_stage, n_d), be = state_bytes(R, l.zero_stage, n_e);
+
+  const LayerActs a = layer_acts(R, p, l);
+  const double a_layer = l.recompute == Recompute::Full ? a.input
+                                                        : a.attn + (1 - x.mix) * a.dense + x.mix * a.moe;
+  const double a_moe_layer = a.attn + (x.moe ? a.moe : a.dense);
+  double inflight = pp == 1 ? 1 : std::min<double>(m, pp);
+  if (pp > 1 && v > 1) inflight *= 1 + double(pp - 1) / (pp * v);
+  Layout full = l;
+  full.recompute = Recompute::None;
+  const LayerActs w = layer_acts(R, p, full);
+  const double work = l.recompute == Recompute::Full ? w.attn + std::max(w.dense, w.moe) : 0;
+  const double act_first = Lf * a_layer * inflight + work + a.input * inflight;
+  const double act_last = Ll * a_layer + work + x.mtp * a_moe_layer;
+  const double tok = double(l.micro_batch) * d.s / l.cp;
+  const double logits = 6 * tok * d.V / t * (1 + x.mtp);
+
+  const double st_first = ne_first * (bd.w + bd.g + bd.o) + ex_first * (be.w + be.g + be.o);
+  const double st_last = ne_last * (bd.w + bd.g + bd.o) + ex_last * (be.w + be.g + be.o);
+  const bool last = pp > 1 && st_last + act_last + logits > st_first + act_first;
+  const double ne_s = last ? ne_last : ne_first, ex_s = last ? ex_last : ex_first;
+
+  MemoryBreakdown mb;
+  mb.weights = (ne_s * bd.w + ex_s * be.w) / kGiB;
+  mb.gradients = (ne_s * bd.g + ex_s * be.g) / kGiB;
+  mb.optimizer = (ne_s * bd.o + ex_s * be.o) / kGiB;
+  mb.activations = (last ? act_last : act_first) / kGiB;
+  mb.logits = (pp == 1 || last ? logits : 0) / kGiB;
+  // Buffers: context and workspaces, NCCL buffers per communicator kind (the EP and expert-TP groups are two more),
+  // NVLS, the flex dispatcher's preallocated NVLink/RDMA buffers (DeepEP's default ~1 GiB each), ZeRO-3/FSDP layer
+  // gathers.
+  const int groups = (t > 1) + (l.cp > 1) + (pp > 1) + (l.dp * l.cp > 1) + (l.ep > 1) + (l.etp > 1);
+  double buf = 0.8 + 0.2 * groups;
+  if (t > 1 && R.gpu.nvls && R.s.cluster.nvls) buf += 1.0;
+  if (l.ep > 1 && l.dispatcher == Dispatcher::Flex) buf += 2.0;
+  if (l.zero_stage >= 3) buf += (2 * 2 + 4) * moe_layer_params_per_gpu(R, l) / kGiB;
+  mb.buffers = buf;
+  mb.reserve = 0.5 + 0.07 * (mb.activations + mb.logits) + headroom_gib;
+  if (out) *out = mb;
+  return mb.total();
+}
+
+}  // namespace paratune::advisor::terms

@@ -1,0 +1,293 @@
+// Mixture of experts (docs/model.md §9): preset parameter counts against the model cards, the all-to-all against
+// the published dispatch bandwidths (shared/data/calibration/alltoall_bw.csv), the terms' physics, memory sharding,
+// the search, and that dense models are untouched by any of it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "paratune/advisor/advisor.h"
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/model.h"
+#include "paratune/advisor/scenario_toml.h"
+
+using namespace paratune::advisor;
+
+namespace {
+
+Scenario cluster(const char* model, const char* gpu, int nodes, int gpn, int domain, double nic_gbps, int gbs) {
+  Scenario s;
+  s.model = model_preset(model);
+  s.training.global_batch = gbs;
+  s.training.framework = Framework::Megatron;
+  s.cluster.gpu = gpu;
+  s.cluster.nodes = nodes;
+  s.cluster.gpus_per_node = gpn;
+  s.cluster.nvlink_domain = domain;
+  s.cluster.nic_count = gpn;
+  s.cluster.nic_gbps = nic_gbps;
+  return s;
+}
+
+Layout moe_layout(int tp, int pp, int dp, int ep, Dispatcher d = Dispatcher::AllToAll) {
+  Layout l;
+  l.tp = tp; l.pp = pp; l.dp = dp; l.ep = ep; l.dispatcher = d; l.micro_batch = 1; l.zero_stage = 1;
+  l.recompute = Recompute::Selective; l.sequence_parallel = tp > 1;
+  return l;
+}
+
+// Bandwidth the model's all-to-all achieves for `bytes` per rank on k ranks (contiguous: expert TP 1).
+double a2a_gbps(const Scenario& s, double bytes, int k, double share_off_island) {
+  const Evaluator ev(s, Framework::Megatron);
+  const double t = ev.collective_s(Coll::AllToAll, bytes, k, 1);
+  return bytes * share_off_island / t / 1e9;
+}
+
+}  // namespace
+
+// Model cards: total and active parameters (card conventions: Mixtral, DeepSeek-V3, Qwen3 count both embedding
+// tables as active; gpt-oss counts the unembedding only, so its card's active figure excludes one V x h table).
+TEST(MoePresets, ParameterCountsMatchTheModelCards) {
+  struct Card { const char* key; double total_b, active_b; bool active_has_input_embedding; };
+  const Card cards[] = {{"mixtral-8x7b", 46.7, 12.9, true},   {"mixtral-8x22b", 141, 39, true},
+                        {"deepseek-v3", 671, 37, true},       {"qwen3-30b-a3b", 30.5, 3.3, true},
+                        {"qwen3-235b-a22b", 235, 22, true},   {"gpt-oss-120b", 116.8, 5.1, false},
+                        {"gpt-oss-20b", 20.9, 3.6, false},    {"olmoe-1b-7b", 6.9, 1.3, true}};
+  for (const auto& c : cards) {
+    const ModelSpec m = model_preset(c.key);
+    ASSERT_TRUE(m.is_moe()) << c.key;
+    EXPECT_NEAR(total_params(m) / 1e9, c.total_b, 0.02 * c.total_b) << c.key;
+    const double emb = c.active_has_input_embedding ? 0 : double(m.vocab) * m.hidden;
+    // Cards round the active count to two or three figures: 3 %.
+    EXPECT_NEAR((active_params(m) - emb) / 1e9, c.active_b, 0.03 * c.active_b) << c.key;
+    EXPECT_LT(active_params(m), total_params(m)) << c.key;
+  }
+  // DeepSeek-V3's card: 671B main model + 14B MTP module = 685B on the hub; MTP is counted in neither.
+  const ModelSpec v3 = model_preset("deepseek-v3");
+  EXPECT_EQ(v3.mtp_layers, 1);
+  EXPECT_EQ(v3.moe_dense_layers, 3);
+  EXPECT_TRUE(v3.is_mla());
+}
+
+// A dense preset never takes the generalised layer; its active parameters are all of them.
+TEST(MoePresets, DenseModelsAreUntouched) {
+  const ModelSpec m = model_preset("llama3-70b");
+  EXPECT_FALSE(m.is_moe());
+  EXPECT_DOUBLE_EQ(active_params(m), total_params(m));
+  Scenario s = cluster("llama3-70b", "h100-sxm5-80gb", 8, 8, 8, 400, 512);
+  const Evaluator ev(s, Framework::Megatron);
+  EXPECT_FALSE(ev.resolved().moe.on);
+  Layout l = moe_layout(8, 2, 4, 1);
+  const auto r = ev.evaluate(l);
+  EXPECT_EQ(r.br.ep_comm, 0);
+  EXPECT_EQ(r.br.moe_imbalance, 0);
+  // ep > 1 on a dense model is refused, with the reason.
+  l.ep = 8;
+  EXPECT_NE(layout_problem(s, l, Framework::Megatron).find("mixture-of-experts"), std::string::npos);
+}
+
+// alltoall_bw.csv: B200 EP8 inside the node, dispatch at 349-726 GB/s (DeepEP, HybridEP, DeepEP V2); H100/H800
+// EP16-64 across nodes at 36-58 GB/s per GPU over 400G NICs (HybridEP H100, DeepEP V1 H800).
+TEST(MoeAllToAll, WithinThePublishedBandwidths) {
+  const double bytes = 4096.0 * 8 * 7168 * 2;  // 4096 tokens, top-8, hidden 7168, BF16 (the rows' setting)
+  const Scenario b200 = cluster("deepseek-v3", "b200-sxm-180gb", 1, 8, 8, 400, 64);
+  const double nvl = a2a_gbps(b200, bytes, 8, 7.0 / 8);
+  EXPECT_GT(nvl, 349);
+  EXPECT_LT(nvl, 726);
+  for (int ep : {16, 32, 64}) {
+    const Scenario h100 = cluster("deepseek-v3", "h100-sxm5-80gb", ep / 8, 8, 8, 400, 64);
+    const double net = a2a_gbps(h100, bytes, ep, double(ep - 8) / ep);
+    EXPECT_GT(net, 36) << ep;
+    EXPECT_LT(net, 58) << ep;
+  }
+}
+
+// The EP group's place decides the cost: inside the NVLink domain (8 GPUs of a DGX, 72 of an NVL72) it is NVLink,
+// beyond it the NICs; an NVL72 rack keeps EP32 on NVLink where 8-GPU nodes send 7/8 of it across the network.
+TEST(MoeAllToAll, KnowsTheNvlinkDomain) {
+  const double bytes = 64e6;
+  const Scenario h100 = cluster("deepseek-v3", "h100-sxm5-80gb", 4, 8, 8, 400, 64);
+  const Evaluator eh(h100, Framework::Megatron);
+  const double in_node = eh.collective_s(Coll::AllToAll, bytes, 8, 1);
+  const double across = eh.collective_s(Coll::AllToAll, bytes, 32, 1);
+  EXPECT_GT(across, 3 * in_node);
+  const Scenario gb200 = cluster("deepseek-v3", "gb200", 8, 4, 32, 400, 64);
+  const Evaluator eg(gb200, Framework::Megatron);
+  EXPECT_LT(eg.collective_s(Coll::AllToAll, bytes, 32, 1), across / 3);
+  // With the group strided beyond the node (etp 8 x ep 4 on DGX H100), every peer is on another node.
+  EXPECT_GT(eh.collective_s(Coll::AllToAll, bytes, 4, 8), eh.collective_s(Coll::AllToAll, bytes, 4, 1));
+}
+
+// DeepEP / HybridEP send one copy per destination node: with top-8 over 4 nodes the flex dispatcher moves fewer
+// bytes across the network than NCCL's all-to-all, and hides them as well.
+TEST(MoeTerms, FlexDispatcherBeatsAllToAllAcrossNodes) {
+  const Scenario s = cluster("deepseek-v3", "h100-sxm5-80gb", 32, 8, 8, 400, 1024);
+  const Evaluator ev(s, Framework::Megatron);
+  const auto a2a = ev.evaluate(moe_layout(1, 8, 32, 32, Dispatcher::AllToAll));
+  const auto flex = ev.evaluate(moe_layout(1, 8, 32, 32, Dispatcher::Flex));
+  EXPECT_GT(a2a.br.ep_comm, 0);
+  EXPECT_LT(flex.br.ep_comm, a2a.br.ep_comm);
+  // Inside one node there is no network copy to save: the two dispatchers differ by NCCL's efficiency only.
+  const auto a2a8 = ev.evaluate(moe_layout(1, 8, 32, 8, Dispatcher::AllToAll));
+  EXPECT_LT(a2a8.br.ep_comm, a2a.br.ep_comm);
+}
+
+// Expert weights are split over ep: DeepSeek-V3's 256 experts do not fit 80 GB without it, do with EP 64; the
+// optimizer states of the experts shard over their own data-parallel group (edp = tp cp dp / ep).
+TEST(MoeTerms, ExpertWeightsShardOverEp) {
+  const Scenario s = cluster("deepseek-v3", "h100-sxm5-80gb", 128, 8, 8, 400, 8192);
+  const Evaluator ev(s, Framework::Megatron);
+  Layout l1 = moe_layout(1, 16, 64, 1), l64 = moe_layout(1, 16, 64, 64), l8 = moe_layout(1, 16, 64, 8);
+  l1.recompute = l64.recompute = l8.recompute = Recompute::Full;
+  MemoryBreakdown ep1, ep64, ep8;
+  ev.memory_gib(l1, &ep1);
+  ev.memory_gib(l64, &ep64);
+  ev.memory_gib(l8, &ep8);
+  // 671B over 16 stages of 4 layers: ~46B parameters on the first stage, 2 bytes each is 86 GiB without EP.
+  EXPECT_GT(ep1.weights, 60);
+  EXPECT_LT(ep64.weights, ep1.weights / 10);
+  EXPECT_LT(ev.memory_gib(l64), ev.capacity_gib());
+  // EP 8 shards the experts' optimizer states over edp = 8, EP 64 over edp = 1: fewer optimizer bytes per weight.
+  EXPECT_LT(ep8.optimizer / ep8.weights, ep64.optimizer / ep64.weights);
+  // Without recompute the dispatched rows' activations of 16 micro-batches in flight do not fit (why NVIDIA's
+  // DeepSeek-V3 recipes recompute the MLP and MLA up-projections).
+  EXPECT_GT(ev.memory_gib(moe_layout(1, 16, 64, 64)), ev.capacity_gib());
+}
+
+// Real routing: the busiest EP rank waits longer than a force-balanced benchmark's, and more EP ranks mean a larger
+// maximum; capacity-factor token dropping caps it.
+// (The mechanism, at a learned-routing factor of 1.2: the shipped value is a fit, docs/accuracy.md.)
+TEST(MoeTerms, LoadImbalance) {
+  Scenario s = cluster("qwen3-235b-a22b", "h100-sxm5-80gb", 32, 8, 8, 400, 2048);
+  ModelParams p = shipped_params();
+  p.moe_route_imbalance = 1.2;
+  const Layout l = moe_layout(2, 8, 16, 32);
+  const double real = Evaluator(s, Framework::Megatron, p).evaluate(l).br.moe_imbalance;
+  s.training.moe_force_balance = true;
+  const double balanced = Evaluator(s, Framework::Megatron, p).evaluate(l).br.moe_imbalance;
+  EXPECT_GT(real, balanced);
+  EXPECT_GT(balanced, 0);  // the statistical spread of the maximum remains
+  s.training.moe_force_balance = false;
+  s.model.moe_capacity_factor = 1.0;
+  EXPECT_LT(Evaluator(s, Framework::Megatron, p).evaluate(l).br.moe_imbalance, real);
+}
+
+// Grouped expert GEMMs at small per-expert token counts run below peak: the same expert FLOPs on 8x more, 8x
+// smaller experts cost more time.
+TEST(MoeTerms, SmallExpertsRunBelowPeak) {
+  Scenario coarse = cluster("mixtral-8x7b", "h100-sxm5-80gb", 1, 8, 8, 400, 256);
+  Scenario fine = coarse;
+  fine.model.moe_experts = 64;
+  fine.model.moe_top_k = 16;
+  fine.model.moe_ffn_hidden = coarse.model.moe_ffn_hidden / 8;
+  // Same expert FLOPs (only the router's h x E grows): within 0.1 %.
+  ASSERT_NEAR(active_params(fine.model), active_params(coarse.model), 1e-3 * active_params(coarse.model));
+  const Layout l = moe_layout(1, 1, 8, 8);
+  EXPECT_GT(Evaluator(fine, Framework::Megatron).evaluate(l).br.compute,
+            Evaluator(coarse, Framework::Megatron).evaluate(l).br.compute);
+}
+
+// The search finds expert parallelism by itself (Qwen3-30B-A3B on one DGX H100: Megatron-Bridge's recipes run
+// EP 8 there), deterministically.
+TEST(MoeSearch, FindsExpertParallelism) {
+  const Scenario s = cluster("qwen3-30b-a3b", "h100-sxm5-80gb", 1, 8, 8, 400, 512);
+  const Plan a = advise(s), b = advise(s);
+  EXPECT_GT(a.layout.ep, 1);
+  EXPECT_EQ(layout_problem(s, a.layout, a.framework), "");
+  EXPECT_EQ(a.layout.ep, b.layout.ep);
+  EXPECT_EQ(a.layout.dispatcher, b.layout.dispatcher);
+  EXPECT_DOUBLE_EQ(a.prediction.step_time_s, b.prediction.step_time_s);
+  EXPECT_GT(a.prediction.breakdown.ep_comm, 0);
+}
+
+TEST(MoeSearch, DeepSeekV3NeedsExpertParallelismAndFits) {
+  const Scenario s = cluster("deepseek-v3", "h100-sxm5-80gb", 128, 8, 8, 400, 8192);
+  const Plan p = advise(s);
+  EXPECT_TRUE(p.prediction.fits);
+  EXPECT_GE(p.layout.ep, 8);
+  EXPECT_EQ(s.model.moe_experts % p.layout.ep, 0);
+  // Constraints hold: a fixed ep is kept.
+  Scenario fixed = s;
+  fixed.parallel.ep = 64;
+  EXPECT_EQ(advise(fixed).layout.ep, 64);
+}
+
+// Layout rules: ep divides the experts and folds into tp x cp x dp; Megatron needs SP with TP; flex needs Hopper+.
+TEST(MoeSearch, LayoutProblems) {
+  Scenario s = cluster("mixtral-8x7b", "a100-sxm4-80gb", 2, 8, 8, 200, 256);
+  Layout l = moe_layout(2, 1, 8, 3);
+  EXPECT_NE(layout_problem(s, l, Framework::Megatron).find("must divide moe_experts"), std::string::npos);
+  l.ep = 8;
+  l.dp = 4; l.pp = 2;  // tp*cp*dp = 8: fits ep 8
+  EXPECT_EQ(layout_problem(s, l, Framework::Megatron), "");
+  l.etp = 2;           // ep*etp = 16 > 8
+  EXPECT_NE(layout_problem(s, l, Framework::Megatron).find("fold"), std::string::npos);
+  l.etp = 1;
+  l.dispatcher = Dispatcher::Flex;
+  EXPECT_NE(layout_problem(s, l, Framework::Megatron).find("Hopper"), std::string::npos);
+  l.dispatcher = Dispatcher::AllToAll;
+  l.sequence_parallel = false;
+  EXPECT_NE(layout_problem(s, l, Framework::Megatron).find("sequence_parallel"), std::string::npos);
+  l.sequence_parallel = true;
+  EXPECT_NE(layout_problem(s, l, Framework::DeepSpeed).find("expert parallelism"), std::string::npos);
+}
+
+// [model] MoE / MLA / MTP keys, [training] moe_*, [parallel] ep/etp/dispatcher; errors name the field.
+TEST(MoeScenario, TomlKeysAndErrors) {
+  const char* text = R"(
+[model]
+preset = "deepseek-v3"
+moe_capacity_factor = 1.25
+mtp_layers = 0
+[training]
+global_batch = 4096
+moe_force_balance = true
+moe_a2a_overlap = false
+[cluster]
+gpu = "h100-sxm5-80gb"
+nodes = 128
+nic_count = 8
+nic_gbps = 400
+[parallel]
+ep = 64
+etp = 1
+dispatcher = "flex"
+)";
+  const Scenario s = parse_scenario_toml(text, "moe.toml");
+  EXPECT_EQ(s.model.moe_experts, 256);
+  EXPECT_EQ(s.model.moe_top_k, 8);
+  EXPECT_EQ(s.model.kv_lora_rank, 512);
+  EXPECT_DOUBLE_EQ(s.model.moe_capacity_factor, 1.25);
+  EXPECT_EQ(s.model.mtp_layers, 0);
+  EXPECT_EQ(s.training.moe_force_balance, std::optional<bool>(true));
+  EXPECT_EQ(s.training.moe_a2a_overlap, std::optional<bool>(false));
+  EXPECT_EQ(s.parallel.ep, std::optional<int>(64));
+  EXPECT_EQ(s.parallel.dispatcher, std::optional<Dispatcher>(Dispatcher::Flex));
+  const Layout l = layout_from_scenario(s);
+  EXPECT_EQ(l.ep, 64);
+  EXPECT_EQ(l.dispatcher, Dispatcher::Flex);
+
+  auto error_of = [](const std::string& t) {
+    try {
+      parse_scenario_toml(t, "bad.toml");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string tail = "\n[training]\nglobal_batch = 8\n[cluster]\ngpu = \"h100-sxm5-80gb\"\n";
+  EXPECT_NE(error_of("[model]\npreset = \"mixtral-8x7b\"\nmoe_top_k = 9" + tail).find("model.moe_top_k"),
+            std::string::npos);
+  EXPECT_NE(error_of("[model]\npreset = \"mixtral-8x7b\"\nmoe_capacity_factor = 0.5" + tail)
+                .find("model.moe_capacity_factor"), std::string::npos);
+  EXPECT_NE(error_of("[model]\npreset = \"llama3-8b\"\nmoe_top_k = 2" + tail).find("moe_experts"), std::string::npos);
+  EXPECT_NE(error_of("[model]\npreset = \"mixtral-8x7b\"\nmoe_router = \"random\"" + tail).find("aux_loss_free"),
+            std::string::npos);
+  EXPECT_NE(error_of("[model]\npreset = \"mixtral-8x7b\"" + tail + "[parallel]\ndispatcher = \"nccl\"\n")
+                .find("parallel.dispatcher"), std::string::npos);
+  EXPECT_NE(error_of("[model]\npreset = \"llama3-8b\"" + tail + "[parallel]\nep = 8\n").find("parallel.ep"),
+            std::string::npos);
+  EXPECT_NE(error_of("[model]\npreset = \"mixtral-8x7b\"" + tail + "[parallel]\nep = 3\n").find("must divide"),
+            std::string::npos);
+  // Positive control: the same file without the bad key parses.
+  EXPECT_EQ(error_of("[model]\npreset = \"mixtral-8x7b\"" + tail), "(no error)");
+}
