@@ -22,7 +22,7 @@ std::string ask_slurm(uint32_t job_id, const std::string& text) {
   desc.job_id = job_id;
   desc.admin_comment = comment.data();
   if (slurm_update_job(&desc) != SLURM_SUCCESS)
-    throw std::runtime_error(std::string("slurmctld refused the update: ") + slurm_strerror(slurm_get_errno()));
+    throw std::runtime_error(std::string("the update failed: ") + slurm_strerror(slurm_get_errno()));
   return "ok";
 }
 
@@ -31,8 +31,9 @@ std::string ask_slurm(uint32_t job_id, const std::string& text) {
 std::string set_admin_comment(uint32_t job_id, const std::string& text, int timeout_ms) {
   if (job_id == 0) return "Slurm did not give the job id";
   try {
-    const auto reply =
-        job::call_in_child([&] { return ask_slurm(job_id, text); }, timeout_ms, "setting the job's AdminComment", 16);
+    // The reply is "ok" or the child's reason (slurmctld's refusal): room for the reason, not more.
+    const auto reply = job::call_in_child([&] { return ask_slurm(job_id, text); }, timeout_ms,
+                                          "setting the job's AdminComment", 1024);
     return reply == "ok" ? "" : "unexpected answer from the child process";
   } catch (const std::exception& e) {
     return e.what();

@@ -2,7 +2,9 @@
 // admin_comment=yes), while slurmctld still holds the job as running: slurmstepd calls the plugins'
 // slurm_spank_exit before it reports the step complete (and, for the batch step, the batch script), and Slurm
 // 22.05 refuses AdminComment on a finished job ("Job has already finished"), which is why the slurmctld epilog
-// (packaging/) cannot set it without slurmdbd. Through libslurm's slurm_update_job (what `scontrol update job=ID
+// (packaging/) cannot set it without slurmdbd. A plain srun job (no batch script) is the exception: slurmstepd
+// sends the tasks' exit messages to srun before slurm_spank_exit, srun may end the allocation first, and then
+// slurmctld refuses the update (logged). Through libslurm's slurm_update_job (what `scontrol update job=ID
 // AdminComment=...` sends; libslurmfull provides it in slurmstepd), an RPC to slurmctld made in a forked child
 // bounded in time (job/child_call.h): slurmctld may be slow or away, and slurmstepd must not wait on it longer
 // than the bound. No shell and no command line: the text travels as one field of the RPC.
