@@ -3,7 +3,8 @@
 //   init_post_opt (root)  load the site policy, decide the mode, open the per-job log, probe (cached)
 //   user_init     (user)  decide, write the plan files as the job's user, inject the environment
 //   task_init     (user)  only with on_error = "closed" after a failure: fail the step with the reason
-//   exit          (root)  append the job's line to the site tuning log (node 0 of the deciding step)
+//   exit          (root)  append the job's line to the site tuning log (node 0 of the deciding step); with
+//                         admin_comment=yes, its summary into the job's AdminComment (admin_comment.h)
 // Any failure: logged with the paratune: prefix, the job runs untouched, the callback returns 0 — unless the
 // site policy says on_error = "closed", the only way paratune ever fails a job.
 #include <fcntl.h>
@@ -20,7 +21,9 @@
 #include <ctime>
 #include <system_error>
 
+#include "admin_comment.h"
 #include "contexts.h"
+#include "job/admin_comment_text.h"
 #include "job/allocation.h"
 #include "job/bounded_probe.h"
 #include "job/child_call.h"
@@ -415,7 +418,7 @@ long tuning_log_group(const std::string& group) {
   return -1;
 }
 
-void write_tuning_line(const nlohmann::json& line) {
+void write_tuning_line(const std::string& text) {
   auto& s = state();
   std::string path = s.policy.log.tuning_log.value_or(s.config.log_dir + "/tuning.jsonl");
   const auto slash = path.find_last_of('/');
@@ -423,7 +426,7 @@ void write_tuning_line(const nlohmann::json& line) {
   auto dir = job::ensure_directory(dir_path, 0755, 0);
   const mode_t mode = s.policy.log.file_mode & 0664;  // never writable by others
   const long gid = s.policy.log.group ? tuning_log_group(*s.policy.log.group) : -1;
-  job::append_line(dir.get(), name, job::tuning_line_text(line), mode, gid);
+  job::append_line(dir.get(), name, text, mode, gid);
 }
 
 // One tuning-log line per job: the first deciding step of the job claims it (jobs/<id>.line, created O_EXCL in
@@ -564,12 +567,33 @@ void line_events(const nlohmann::json& line, job::MetricsEvents& ev) {
   else if (report.rfind("invalid", 0) == 0) ev.failures.push_back("report_invalid");
 }
 
+// admin_comment=yes: the job's summary into its AdminComment (admin_comment.h), from the line just made; a failure
+// is logged and counted, the job and its line are not affected.
+void write_admin_comment(spank_t sp, const std::string& line_text, job::MetricsEvents& ev) {
+  auto& s = state();
+  std::string problem;
+  std::string text;
+  try {
+    text = job::admin_comment_summary(line_text, s.policy.suspect_ratio);
+    problem = set_admin_comment(item<uint32_t>(sp, S_JOB_ID, 0), text);
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  if (problem.empty()) {
+    log().info("job {} step {}: AdminComment set: {}", s.job.job_id, s.job.step_id, text);
+    return;
+  }
+  ev.failures.push_back("admin_comment");
+  log().warn("job {} step {}: AdminComment not set: {}", s.job.job_id, s.job.step_id, job::capped(problem, 512));
+}
+
 // The job's tuning-log line (node 0 of the deciding step, once per job); its events go to `ev`.
 void write_job_line(spank_t sp, job::MetricsEvents& ev) {
   auto& s = state();
   if (!s.decision) return;
   if (s.job.state.empty()) s.job.state = "unknown";
   if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return;  // one line per job: node 0 writes it
+  std::string text;  // the line, once made: the AdminComment comes from it even when the log cannot take it
   try {
     if (!claim_tuning_line(s.job.job_id)) {
       log().debug("job {} step {}: the job's tuning-log line was written by an earlier step", s.job.job_id,
@@ -581,12 +605,14 @@ void write_job_line(spank_t sp, job::MetricsEvents& ev) {
     add_node_checks(line);
     add_report(line);
     line_events(line, ev);
-    write_tuning_line(line);
+    text = job::tuning_line_text(std::move(line));
+    write_tuning_line(text);
     log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
   } catch (const std::exception& e) {
     ev.failures.push_back("tuning_log");
     log().error("exit: tuning log: {}", e.what());
   }
+  if (s.config.admin_comment && !text.empty()) write_admin_comment(sp, text, ev);
 }
 
 // metrics_file=: this step's events on this node into the node_exporter textfile (metrics_file.h).

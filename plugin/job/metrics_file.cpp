@@ -108,7 +108,8 @@ bool MetricsEvents::empty() const {
 std::string failure_kind(const std::string& where, const std::string& message) {
   if (message.find("nothing fits") != std::string::npos) return "nothing_fits";
   if (message.find("did not finish within") != std::string::npos) return "timeout";
-  if (where == "policy" || where == "report_missing" || where == "report_invalid" || where == "tuning_log")
+  if (where == "policy" || where == "report_missing" || where == "report_invalid" || where == "tuning_log" ||
+      where == "admin_comment")
     return where;
   if (where == "init_post_opt") return message.find("probe") != std::string::npos ? "probe" : "other";
   if (where == "user_init") return "decide";

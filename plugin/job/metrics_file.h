@@ -38,7 +38,7 @@ struct MetricsEvents {
 };
 
 // The failure kinds (a closed set: bounded label values): "policy", "probe", "decide", "nothing_fits",
-// "timeout", "report_missing", "report_invalid", "tuning_log", "other".
+// "timeout", "report_missing", "report_invalid", "tuning_log", "admin_comment", "other".
 std::string failure_kind(const std::string& where, const std::string& message);
 
 // The ratio histogram's upper bounds (le): around the suspect thresholds 0.42 / 0.7 and the model's error band.

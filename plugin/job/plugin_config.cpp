@@ -4,7 +4,7 @@ namespace paratune::job {
 
 namespace {
 
-constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, metrics_file, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms, decide_timeout_ms";
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, metrics_file, job_dir, default_mode, default_model, on_by_default, admin_comment, probe_timeout_ms, decide_timeout_ms";
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
@@ -99,6 +99,8 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std
       c.decide_timeout_ms = timeout_ms(arg, key, value);
     } else if (key == "on_by_default") {
       c.enabled_by_default = parse_bool(key, value);
+    } else if (key == "admin_comment") {
+      c.admin_comment = parse_bool(key, value);
     } else {
       throw ConfigError("plugstack argument '" + arg + "': unknown key '" + key + "'; valid keys: " + kValidKeys);
     }

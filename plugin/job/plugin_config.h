@@ -25,6 +25,7 @@ struct PluginConfig {
   Mode default_mode = Mode::Apply;               // default_mode=apply|suggest
   std::string default_model = "llama3-8b";       // default_model=PRESET: what bare --paratune means
   bool enabled_by_default = false;               // on_by_default=yes: decide even without --paratune
+  bool admin_comment = false;                    // admin_comment=yes: node 0 sets the job's AdminComment at job end
   int probe_timeout_ms = 10000;                  // probe_timeout_ms=N: bound on probing in a job step
   int decide_timeout_ms = 10000;                 // decide_timeout_ms=N: bound on reading @FILE + deciding
 };

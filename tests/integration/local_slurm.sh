@@ -40,6 +40,7 @@ client_env() {
 wait_idle() {
   export SLURM_CONF=$conf
   for _ in $(seq 1 60); do
+    alive "$dir/run/slurmctld.pid" || die "slurmctld is not running; see $dir/log/slurmctld.log"
     state=$(sinfo -h -n "$node" -o %t 2>/dev/null | head -n1 || true)
     case "$state" in
       idle|mix|alloc) return 0 ;;

@@ -97,6 +97,7 @@ TEST(MetricsFile, FailureKindsAreAClosedSet) {
   EXPECT_EQ(failure_kind("init_post_opt", "probe: hwloc failed"), "probe");
   EXPECT_EQ(failure_kind("init_post_opt", "Slurm did not give the job's uid"), "other");
   EXPECT_EQ(failure_kind("policy", "x"), "policy");
+  EXPECT_EQ(failure_kind("admin_comment", "slurmctld refused the update"), "admin_comment");
 }
 
 TEST(MetricsFile, WrittenAtomicallyWithTheTuningLogsFileRulesAndPromtoolPasses) {

@@ -10,12 +10,13 @@ TEST(PluginConfig, Defaults) {
   EXPECT_EQ(c.policy, "/etc/paratune/policy.toml");
   EXPECT_EQ(c.default_mode, Mode::Apply);
   EXPECT_FALSE(c.enabled_by_default);
+  EXPECT_FALSE(c.admin_comment);  // opt-in: AdminComment belongs to the site's admins
 }
 
 TEST(PluginConfig, AllKeys) {
   auto c = parse_plugin_config({"topology=/etc/paratune/node.xml", "policy=/etc/site.toml", "log_dir=/var/log/pt",
                                 "default_mode=suggest", "on_by_default=yes", "job_dir=/scratch",
-                                "default_model=llama3-70b", "cache=/run/pt.json"});
+                                "default_model=llama3-70b", "cache=/run/pt.json", "admin_comment=yes"});
   EXPECT_EQ(c.topology, "/etc/paratune/node.xml");
   EXPECT_EQ(c.policy, "/etc/site.toml");
   EXPECT_TRUE(c.policy_explicit);
@@ -24,6 +25,8 @@ TEST(PluginConfig, AllKeys) {
   EXPECT_TRUE(c.enabled_by_default);
   EXPECT_EQ(c.job_dir, "/scratch");
   EXPECT_EQ(c.cache, "/run/pt.json");
+  EXPECT_TRUE(c.admin_comment);
+  EXPECT_FALSE(parse_plugin_config({"admin_comment=no"}).admin_comment);
 }
 
 TEST(PluginConfig, ProbeTimeout) {
@@ -52,6 +55,7 @@ TEST(PluginConfig, Errors) {
   expect_error({"log_dir=relative/dir"}, "absolute path");
   expect_error({"default_mode=off"}, "apply or suggest");
   expect_error({"on_by_default=perhaps"}, "yes|no");
+  expect_error({"admin_comment=always"}, "'admin_comment=always': expected yes|no");
   expect_error({"probe_timeout_ms=5"}, "100 ... 600000");
   expect_error({"decide_timeout_ms=700000"}, "decide_timeout_ms must be 100 ... 600000");
   expect_error({"probe_timeout_ms=10s"}, "100 ... 600000");
