@@ -20,10 +20,14 @@
 
 #include <slurm/spank.h>
 
-/* The exported symbols SPANK_PLUGIN(spank_facts, 1) would define. */
+/* The exported symbols SPANK_PLUGIN(spank_facts, 1) would define. The build may give it another release series'
+ * number (spank_facts_other_series.so, test_other_series.sh): what Slurm's loader checks, and all it checks. */
+#ifndef SPANK_FACTS_PLUGIN_VERSION
+#define SPANK_FACTS_PLUGIN_VERSION SLURM_VERSION_NUMBER
+#endif
 const char plugin_name[] = "spank_facts";
 const char plugin_type[] = "spank";
-const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+const unsigned int plugin_version = SPANK_FACTS_PLUGIN_VERSION;
 const unsigned int spank_plugin_version = 1;
 
 extern char** environ;

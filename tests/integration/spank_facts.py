@@ -21,12 +21,13 @@ WATCHED = ["SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_JOB_GPUS", "SLURM_STEP_
            "SLURM_STEP_ID", "SLURM_JOB_SEGMENT_SIZE", "SLURM_TOPOLOGY_ADDR", "SLURM_TOPOLOGY_ADDR_PATTERN",
            # set by one series and not the other (docs/slurm-versions.md)
            "SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME", "SLURM_OOM_KILL_STEP", "SLURM_JOB_GID", "SLURM_JOB_GROUP",
-           "SLURM_NODE_ALIASES", "SLURM_WORKING_CLUSTER", "SLURM_MPI_TYPE"]
+           "SLURM_NODE_ALIASES", "SLURM_WORKING_CLUSTER", "SLURM_MPI_TYPE", "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
+           "SLURMD_DEBUG"]
 # Values that name this run (times, paths, host:port): only whether they are set is a fact.
 RUN_SPECIFIC = {"SLURM_SUBMIT_DIR", "SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME", "SLURM_WORKING_CLUSTER",
                 "SLURM_NODE_ALIASES"}
 # Variables of the submitting shell (or of ctest) rather than of Slurm, left out of the lists of names.
-NOT_SLURMS = {"SPANK_FACTS_SO"}
+NOT_SLURMS = {"SPANK_FACTS_SO", "SPANK_FACTS_OTHER_SERIES_SO"}
 SPECIAL_STEPS = {0xfffffffb: "batch", 0xfffffffc: "extern", 0xfffffffa: "interactive"}
 ERRORS = {3001: "BAD_ARG", 3002: "NOT_TASK", 3007: "NOT_EXECD", 3009: "NOT_AVAIL", 3010: "NOT_LOCAL",
           3006: "NOT_REMOTE", 3000: "ERROR"}

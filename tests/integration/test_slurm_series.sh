@@ -110,4 +110,6 @@ expect srun.step0.init_post_opt.env.SLURM_JOB_GROUP     "(unset)"        nogroup
 expect batch.batch.init_post_opt.env.SLURM_NODE_ALIASES "<set>"          "(unset)"
 expect srun.step0.init_post_opt.env.SLURM_WORKING_CLUSTER "<set>"        "(unset)"
 expect srun.local.init_post_opt.env.SLURM_MPI_TYPE      none             "(unset)"
+expect batch.step0.user_init.env.SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0 1  "(unset)"
+expect srun.step0.init_post_opt.env.SLURMD_DEBUG        "(unset)"        2
 finish
