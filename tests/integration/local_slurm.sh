@@ -125,9 +125,10 @@ CONF
   rm -f "$dir/etc/topology.conf"
   [ -z "${LOCAL_SLURM_TOPOLOGY_CONF:-}" ] || printf '%s\n' "$LOCAL_SLURM_TOPOLOGY_CONF" > "$dir/etc/topology.conf"
   echo "NodeName=$node Name=gpu File=$dir/dev/nvidia[0-$((ngpus-1))]" > "$dir/etc/gres.conf"
-  # This cluster uses no cgroups (proctrack/linuxproc, task/none). Slurm 24.11's slurmd initialises a cgroup
-  # plugin all the same and refuses to start where no cgroup file system is mounted, unless cgroup.conf says
-  # CgroupPlugin=disabled; 22.05 needs no cgroup.conf and has no "disabled" (docs/slurm-versions.md).
+  # This cluster uses no cgroups (proctrack/linuxproc, task/none), but slurmd initialises a cgroup plugin all the
+  # same and refuses to start where no cgroup file system is mounted (22.05 and 24.11 alike; the Debian 13 root of
+  # scripts/debian13.sh has none). 24.11 can be told CgroupPlugin=disabled; 22.05 has no such value and relies on
+  # the host's cgroup mounts (docs/slurm-versions.md).
   rm -f "$dir/etc/cgroup.conf"
   if series_at_least 24 11; then echo "CgroupPlugin=disabled" > "$dir/etc/cgroup.conf"; fi
   write_plugstack "$so" "$@"
