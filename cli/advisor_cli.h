@@ -15,6 +15,8 @@ advisor::Scenario load_scenario(const std::string& path, const std::string& topo
                                 std::vector<std::string>& notes);
 // --calibration FILE: the site's fitted efficiencies (`paratune calibrate` output) for this scenario.
 advisor::ModelParams load_calibration(const std::string& path, const advisor::Scenario& s);
+// Its memory head-room for this scenario's GPU and framework ([[memory]], 0 when none).
+double load_headroom(const std::string& path, const advisor::Scenario& s);
 nlohmann::json layout_json(const advisor::Layout& l);
 nlohmann::json prediction_json(const advisor::Prediction& p);
 std::string layout_text(const advisor::Layout& l);

@@ -30,12 +30,20 @@ using nlohmann::json;
 using namespace paratune::advisor;
 
 // --calibration FILE: the site's fitted efficiencies (`paratune calibrate` output) applied to this scenario.
-ModelParams load_calibration(const std::string& path, const Scenario& s) {
+Calibration read_calibration(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument(path + ":0:0: calibration: cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  return calibrated_params(parse_calibration(ss.str(), path), s);
+  return parse_calibration(ss.str(), path);
+}
+
+ModelParams load_calibration(const std::string& path, const Scenario& s) {
+  return calibrated_params(read_calibration(path), s);
+}
+
+double load_headroom(const std::string& path, const Scenario& s) {
+  return calibrated_headroom_gib(read_calibration(path), s);
 }
 
 // Scenario file + (optional) topology: [cluster] topology = "..." (relative to the scenario file) or --topology.
@@ -133,11 +141,13 @@ using namespace advisor_cli;
 
 const char* kHelp =
     "usage: paratune advise|explain --scenario FILE [--top N] [--json] [--all-frameworks] [--topology FILE]\n"
+    "                       [--framework-args LIST]\n"
     "                       [--policy FILE [--partition P]] [--calibration FILE]\n"
     "\n"
     "Search every valid layout (TP, PP, DP, CP, virtual stages, ZeRO/FSDP, micro-batch, recompute) for the\n"
     "scenario, prune by memory, rank by predicted step time. Prints the best plan, its prediction, the NCCL/CUDA\n"
-    "settings it implies (each with its reason), framework arguments and the next best layouts.\n"
+    "settings it implies (each with its reason), the arguments of the plan's framework in the form its version\n"
+    "([training] framework_version, README \"Framework versions\") reads, and the next best layouts.\n"
     "[parallel] keys in the scenario are constraints. `paratune explain` takes the same options and says why the\n"
     "winner wins: for each alternative, how much slower it is and in which step-time terms.\n"
     "\n"
@@ -145,6 +155,8 @@ const char* kHelp =
     "  --top N            show N alternatives (default 5)\n"
     "  --json             machine-readable output\n"
     "  --all-frameworks   also search megatron, deepspeed, fsdp and torchtitan, not only [training] framework\n"
+    "  --framework-args LIST  also print these frameworks' arguments (comma-separated), each from a plan made for\n"
+    "                     that framework at its default version; only the plan's own framework is printed otherwise\n"
     "  --topology FILE    take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)\n"
     "  --policy FILE      apply a site policy (its facts, caps and env rules) as the plugin would\n"
     "  --partition P      the partition whose [partition.P] section applies (default: [defaults] only)\n"
@@ -186,6 +198,8 @@ int explain(const Scenario& s, const Plan& plan, const std::vector<std::string>&
     comparisons.push_back({{"framework", to_string(c.framework)}, {"parallel", layout_json(c.layout)},
                            {"slower_by_s", c.prediction.step_time_s - w.step_time_s},
                            {"slower_by_pct", 100 * (c.prediction.step_time_s / w.step_time_s - 1)},
+                           // Faster than the winner: only the tie-break (within 1 %, the simpler layout) put it second.
+                           {"within_tie_break", c.prediction.step_time_s < w.step_time_s},
                            {"memory_gib_per_gpu", c.prediction.memory_gib_per_gpu},
                            {"differences_s", diff}});
   }
@@ -211,9 +225,10 @@ int explain(const Scenario& s, const Plan& plan, const std::vector<std::string>&
   std::printf("\nwhy not the next best (positive = the alternative spends more time there):\n");
   for (size_t i = 0; i < plan.alternatives.size(); ++i) {
     const auto& c = comparisons[i];
-    std::printf("  %zu. %-9s %s: %+.1f %% (%+.3f s)\n", i + 1, c["framework"].get<std::string>().c_str(),
+    std::printf("  %zu. %-9s %s: %+.1f %% (%+.3f s)%s\n", i + 1, c["framework"].get<std::string>().c_str(),
                 layout_text(plan.alternatives[i].layout).c_str(), c["slower_by_pct"].get<double>(),
-                c["slower_by_s"].get<double>());
+                c["slower_by_s"].get<double>(),
+                c["within_tie_break"].get<bool>() ? " faster, but within the 1 % tie-break: the simpler layout won" : "");
     std::vector<std::pair<double, std::string>> terms;
     for (const auto& [k, v] : c["differences_s"].items()) terms.emplace_back(v.get<double>(), k);
     std::sort(terms.begin(), terms.end(),
@@ -235,15 +250,54 @@ int explain(const Scenario& s, const Plan& plan, const std::vector<std::string>&
   return kOk;
 }
 
+nlohmann::json args_json(const FrameworkArgs& a) {
+  nlohmann::json files = nlohmann::json::object();
+  for (const auto& f : a.files) files[f.name] = f.content;
+  return {{"framework", to_string(a.framework)}, {"version", a.version}, {"files", files},
+          {"torchrun", a.torchrun}, {"yours", a.notes}};
+}
+
+nlohmann::json others_json(const std::vector<FrameworkArgs>& others) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& o : others) out.push_back(args_json(o));
+  return out;
+}
+
+void print_args(const FrameworkArgs& a) {
+  std::printf("\nframework arguments (%s %s):\n", to_string(a.framework), a.version.c_str());
+  for (const auto& f : a.files) {
+    std::string shown = f.content;
+    for (size_t p = 0; (p = shown.find('\n', p)) != std::string::npos && p + 1 < shown.size(); p += 5)
+      shown.replace(p, 1, "\n    ");
+    std::printf("  %s:\n    %s", f.name.c_str(), shown.c_str());
+  }
+  std::printf("  torchrun:\n    %s", a.torchrun.c_str());
+  for (const auto& n : a.notes) std::printf("  yours: %s\n", n.c_str());
+}
+
 int run_command(const std::vector<std::string>& args, bool explaining) {
   std::string scenario, topology, policy_file, partition, calibration;
   bool as_json = false;
   SearchLimits limits;
+  std::vector<Framework> extra_frameworks;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") { std::fputs(kHelp, stdout); return kOk; }
     if (a == "--json") as_json = true;
     else if (a == "--all-frameworks") limits.all_frameworks = true;
+    else if (a == "--framework-args" && i + 1 < args.size()) {
+      const std::string list = args[++i];
+      for (size_t p = 0; p <= list.size();) {
+        const size_t q = std::min(list.find(',', p), list.size());
+        try {
+          extra_frameworks.push_back(framework_from_string(list.substr(p, q - p)));
+        } catch (const std::invalid_argument& e) {
+          std::fprintf(stderr, "paratune advise: --framework-args: %s\n", e.what());
+          return kBadInput;
+        }
+        p = q + 1;
+      }
+    }
     else if ((a == "--scenario" || a == "-s") && i + 1 < args.size()) scenario = args[++i];
     else if (a == "--topology" && i + 1 < args.size()) topology = args[++i];
     else if (a == "--policy" && i + 1 < args.size()) policy_file = args[++i];
@@ -284,7 +338,10 @@ int run_command(const std::vector<std::string>& args, bool explaining) {
       site.all_frameworks = limits.all_frameworks;
       limits = site;
     }
-    if (!calibration.empty()) limits.params = load_calibration(calibration, s);
+    if (!calibration.empty()) {
+      limits.params = load_calibration(calibration, s);
+      limits.memory_headroom_gib += load_headroom(calibration, s);  // learned from OOMs, on top of the policy's
+    }
     plan = advise(s, limits);
     if (!policy_file.empty()) {
       const auto env_plan = policies::plan_env(policy, plan.env);
@@ -309,6 +366,22 @@ int run_command(const std::vector<std::string>& args, bool explaining) {
   for (const auto& n : plan.notes) notes.push_back(n);
   if (explaining) return explain(s, plan, notes, changes, as_json);
   const FrameworkArgs fa = framework_args(s, plan);
+  // --framework-args LIST: each other framework's arguments, each from its own plan (re-planned for it).
+  std::vector<FrameworkArgs> others;
+  for (const Framework f : extra_frameworks) {
+    if (f == plan.framework) continue;
+    Scenario other = s;
+    other.training.framework = f;
+    other.training.framework_version.clear();
+    try {
+      validate(other);
+      SearchLimits l = limits;
+      l.all_frameworks = false;
+      others.push_back(framework_args(other, advise(other, l)));
+    } catch (const std::exception& e) {
+      notes.push_back(std::string("--framework-args ") + to_string(f) + ": no plan (" + e.what() + ")");
+    }
+  }
 
   if (as_json) {
     nlohmann::json env = nlohmann::json::array();
@@ -323,10 +396,9 @@ int run_command(const std::vector<std::string>& args, bool explaining) {
                         {"parallel", layout_json(plan.layout)},
                         {"prediction", prediction_json(plan.prediction)},
                         {"env", env},
-                        {"framework_args", {{"primary", fa.primary}, {"megatron", fa.megatron}, {"nemo", fa.nemo},
-                                            {"deepspeed_config", nlohmann::json::parse(fa.deepspeed_json)},
-                                            {"torchtitan_toml", fa.torchtitan_toml}, {"fsdp", fa.fsdp},
-                                            {"torchrun", fa.torchrun}}},
+                        {"framework_version", fa.version},
+                        {"framework_args", args_json(fa)},
+                        {"other_frameworks", others_json(others)},
                         {"alternatives", alts},
                         {"policy", policy_json(policy_file, partition, policy, changes)},
                         {"candidates_evaluated", plan.candidates_evaluated},
@@ -361,11 +433,8 @@ int run_command(const std::vector<std::string>& args, bool explaining) {
 
   std::printf("\nenvironment:\n");
   for (const auto& e : plan.env) std::printf("  %s=%s\n      # %s\n", e.name.c_str(), e.value.c_str(), e.reason.c_str());
-  std::printf("\nframework arguments (%s):\n", fa.primary.c_str());
-  std::printf("  megatron:   %s\n  nemo:       %s\n  fsdp:       %s\n  torchrun:   %s\n", fa.megatron.c_str(),
-              fa.nemo.c_str(), fa.fsdp.c_str(), fa.torchrun.c_str());
-  std::printf("  deepspeed config:\n%s", fa.deepspeed_json.c_str());
-  std::printf("  torchtitan:\n%s", fa.torchtitan_toml.c_str());
+  print_args(fa);
+  for (const auto& o : others) print_args(o);
   if (!policy_file.empty()) {
     std::printf("\nsite policy %s (partition %s):\n", policy_file.c_str(), partition.empty() ? "-" : partition.c_str());
     for (const auto& c : changes) std::printf("  %s\n", policies::describe(c).c_str());

@@ -99,12 +99,14 @@ void print_human(const probe::Topology& t) {
       std::printf("\n");
     }
     std::printf("\nNVLink domains:");
-    for (const auto& d : t.nvlink_domains) {
+    if (t.nvlink_unknown) std::printf(" unknown (the GPU model is not known; set facts.gpu in the site policy)");
+    else for (const auto& d : t.nvlink_domains) {
       std::printf(" [");
       for (size_t i = 0; i < d.size(); ++i) std::printf("%s%d", i ? "," : "", d[i]);
       std::printf("]");
     }
     if (t.nvlink_gbps_per_gpu) std::printf("  %g GB/s per GPU", *t.nvlink_gbps_per_gpu);
+    if (t.nvlink_domain_span > 0) std::printf("  (the domain spans %d GPUs across nodes)", t.nvlink_domain_span);
     std::printf("\n");
   }
   if (!t.inferred.empty()) {

@@ -39,7 +39,9 @@ const char* kHelp =
     "figures of Megatron-LM (\"elapsed time per iteration (ms)\", \"throughput per GPU (TFLOP/s/GPU)\"),\n"
     "DeepSpeed (\"samples per second\", \"SamplesPerSec\", \"TFLOPs\"), torchtitan (\"tps\", \"tflops\", \"mfu\"),\n"
     "NeMo/Lightning (\"train_step_timing\") and the HF Trainer (\"train_samples_per_second\") are appended to\n"
-    "the report file as JSON lines {\"step\": N, \"step_time_s\": T, ...} (README: PARATUNE_REPORT).\n"
+    "the report file as JSON lines {\"step\": N, \"step_time_s\": T, ...} (README: PARATUNE_REPORT). Out-of-memory\n"
+    "deaths (PyTorch \"CUDA/HIP out of memory\", NCCL allocation failures) and the peak memory the framework logs\n"
+    "are appended as {\"event\": \"oom\", ...} and {\"event\": \"memory\", \"peak_gib\": X}.\n"
     "\n"
     "  --report FILE      where to append (default: $PARATUNE_REPORT; without either nothing is written)\n"
     "  --global-batch N   sequences per step, to turn samples/s into a step time (default $PARATUNE_GLOBAL_BATCH)\n"
@@ -130,7 +132,10 @@ struct Scanner {
   tuning::StepContext ctx;
   ReportWriter* report;
   std::optional<long long> last_step;  // several ranks print the same step: record it once
+  bool oom_written = false;            // several ranks print their OOM: the first one is the job's
+  double peak_gib = 0;                 // the largest peak memory written so far
   void operator()(std::string_view line) {
+    memory_events(line);
     const auto f = tuning::recognise_line(line);
     if (!f) return;
     if (f->step && last_step && *f->step <= *last_step) return;
@@ -138,6 +143,19 @@ struct Scanner {
     if (!j) return;
     if (f->step) last_step = f->step;
     report->append(j->dump());
+  }
+  // Out-of-memory deaths and peak memory (docs/tuning-log.md): what `paratune calibrate` learns head-room from.
+  void memory_events(std::string_view line) {
+    constexpr auto replace = nlohmann::json::error_handler_t::replace;  // the line's bytes are the job's
+    if (const auto peak = tuning::recognise_peak_memory_gib(line); peak && *peak > peak_gib * 1.001) {
+      peak_gib = *peak;
+      report->append(tuning::memory_report_line(*peak).dump());
+    }
+    if (oom_written) return;
+    if (const auto oom = tuning::recognise_oom(line)) {
+      oom_written = true;
+      report->append(tuning::oom_report_line(*oom, line).dump(-1, ' ', false, replace));
+    }
   }
 };
 
@@ -234,7 +252,7 @@ int run(const std::vector<std::string>& args) {
   }
 
   ReportWriter report(report_path);
-  Scanner scan{ctx, &report, std::nullopt};
+  Scanner scan{ctx, &report, std::nullopt, false, 0};
   tuning::LineAssembler out_lines, err_lines;
   bool out_open = true, err_open = true, our_out_ok = true, our_err_ok = true;
   std::optional<int> status;

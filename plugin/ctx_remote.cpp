@@ -23,15 +23,19 @@
 #include "contexts.h"
 #include "job/allocation.h"
 #include "job/bounded_probe.h"
+#include "job/child_call.h"
 #include "job/decision.h"
 #include "job/decision_child.h"
 #include "job/log_text.h"
+#include "job/node_checks.h"
+#include "job/metrics_file.h"
 #include "job/report_reader.h"
 #include "job/safe_file.h"
 #include "job/tuning_record.h"
 #include "paratune/probe/probe.h"
 #include "plugin_state.h"
 #include "slurm_nodes.h"
+#include "slurm_topology.h"
 #include "spank_env.h"
 
 namespace paratune::plugin {
@@ -39,6 +43,8 @@ namespace paratune::plugin {
 namespace {
 
 constexpr int kReportTimeoutMs = 5000;
+constexpr int kPlanCheckTimeoutMs = 3000;
+constexpr int kTopologyTimeoutMs = 3000;
 
 template <typename T>
 T item(spank_t sp, spank_item_t which, T fallback) {
@@ -63,6 +69,7 @@ std::string user_name(uid_t uid) {
 // A failure inside a callback: fail open (log, job untouched) unless the site policy says on_error = closed.
 int handle_failure(const char* where, const std::exception& e) {
   auto& s = state();
+  s.metric_failures.push_back(job::failure_kind(where, e.what()));
   if (s.policy.on_error == policies::OnError::Closed) {
     s.fail_closed = std::string(where) + ": " + e.what();
     log().error("{}: {}; the site policy says on_error = \"closed\": the step will fail", where, e.what());
@@ -119,6 +126,7 @@ bool load_policy(const std::string& partition) {
     return true;
   } catch (const policies::PolicyError& e) {
     if (e.kind() == policies::PolicyError::Kind::Missing && !s.config.policy_explicit) return true;
+    s.metric_failures.push_back("policy");
     for (const auto& p : e.problems()) log().error("policy: {}", p);
     if (e.fails_closed(partition)) {
       s.policy.on_error = policies::OnError::Closed;
@@ -207,6 +215,67 @@ job::Allocation read_identity(spank_t sp, const job::JobEnvironment& env, unsign
   return alloc;
 }
 
+// Whether the job's user can read `path` on this node: in a child that becomes the user for good, bounded in time
+// (the plan usually sits on a network file system, which may hang; slurmstepd must not).
+bool plan_readable_here(const std::string& path) {
+  auto& s = state();
+  try {
+    return job::call_in_child(
+               [&] {
+                 job::become_user_for_good(s.user);
+                 return std::string(::access(path.c_str(), R_OK) == 0 ? "yes" : "no");
+               },
+               kPlanCheckTimeoutMs, "checking the plan file", 16) == "yes";
+  } catch (const std::exception& e) {
+    log().warn("job {} step {}: could not check the plan file: {}", s.job.job_id, s.job.step_id, e.what());
+    return false;
+  }
+}
+
+// A step that inherits the job's decision (srun inside the batch script, on any node): the node's fingerprint
+// against the plan's, the plan file's visibility here, both logged on this node and recorded for node 0's line.
+void check_inherited_plan(const job::JobEnvironment& env, const std::string& plan) {
+  auto& s = state();
+  const auto fp = env.get("PARATUNE_FINGERPRINT").value_or("");
+  if (fp != s.topology->fingerprint)
+    log().warn("job {} step {} on {}: this node's topology fingerprint {} differs from the plan's {} ({}); "
+               "the plan was made for another kind of node", s.job.job_id, s.job.step_id, s.job.hostname,
+               s.topology->fingerprint, job::capped(fp), job::capped(plan));
+  else
+    log().debug("job {} step {}: inherited plan {}, fingerprint matches", s.job.job_id, s.job.step_id,
+                job::capped(plan));
+  const bool readable = s.user.known && plan_readable_here(plan);
+  if (!readable)
+    log().warn("job {} step {} on {}: the plan file {} is not readable on this node (job_dir not shared with the "
+               "deciding node?); the job's environment carries the plan: PARATUNE_* (degrees, batch, ZeRO, "
+               "recompute), NCCL_*/CUDA_* and the framework arguments in PARATUNE_ARGS_TEXT", s.job.job_id,
+               s.job.step_id, s.job.hostname, job::capped(plan));
+  try {
+    auto jobs = jobs_directory(s.config.log_dir);
+    job::record_node_check(jobs.get(), s.job.job_id,
+                           {s.job.hostname, s.job.step_id, s.topology->fingerprint, fp, readable});
+  } catch (const std::exception& e) {
+    log().warn("job {} step {}: this node's check is not recorded for the tuning log: {}", s.job.job_id,
+               s.job.step_id, e.what());
+  }
+}
+
+// Where the deciding step's nodes sit under Slurm's leaf switches (several nodes only); without an answer the plan
+// is made as if every node pair had the NICs' full bandwidth, and the log says why.
+void read_fabric_placement() {
+  auto& s = state();
+  if (s.node_names.size() < 2) return;
+  const auto leaves = leaf_switches(s.node_names, kTopologyTimeoutMs);
+  if (!leaves.problem.empty()) {
+    log().info("job {} step {}: switch placement not used: {}", s.job.job_id, s.job.step_id, job::capped(leaves.problem));
+    return;
+  }
+  s.fabric = job::placement_from_leaves(s.node_names, leaves.leaf_of);
+  if (s.fabric)
+    log().debug("job {} step {}: {} nodes under {} leaf switches", s.job.job_id, s.job.step_id,
+                s.fabric->node_order.size(), s.fabric->placement.nodes_per_leaf.size());
+}
+
 int post_opt(spank_t sp) {
   auto& s = state();
   if (!s.config_ok) return 0;
@@ -231,6 +300,15 @@ int post_opt(spank_t sp) {
   if (!s.spec) s.spec = job::parse_option_spec("");  // on by default: the site's default scenario
   open_job_log(s.config.log_dir, s.job.job_id);
   log().info("job {} step {}: {}", s.job.job_id, s.job.step_id, md.why);
+  if (const int components = job::het_job_components(env); components > 1) {
+    // Components may differ in nodes, GPUs and partition, and a step may span several: one plan for one
+    // homogeneous allocation does not describe that. Defined behaviour: no plan, the site's variables still hold.
+    log().info("job {} step {}: heterogeneous job ({} components): paratune plans for homogeneous allocations "
+               "only; no plan, the job runs untouched (the site policy's variables still apply)", s.job.job_id,
+               s.job.step_id, components);
+    s.policy_env_only = md.env_rules_apply;
+    return 0;
+  }
   if (!s.node_list_problem.empty())
     log().warn("job {} step {}: node list not recorded: {}", s.job.job_id, s.job.step_id, s.node_list_problem);
   if (alloc.gpus_on_node == 0 && alloc.gpu_indexes.empty()) {
@@ -256,17 +334,11 @@ int post_opt(spank_t sp) {
   auto inherited = step == kBatchStep ? std::nullopt : env.get("PARATUNE_PLAN");
   if (inherited) {
     s.policy_env_only = true;
-    const auto fp = env.get("PARATUNE_FINGERPRINT").value_or("");
-    if (fp != s.topology->fingerprint)
-      log().warn("job {} step {}: this node's topology fingerprint {} differs from the plan's {} ({}); "
-                 "the plan was made for another kind of node", s.job.job_id, s.job.step_id,
-                 s.topology->fingerprint, job::capped(fp), job::capped(*inherited));
-    else
-      log().debug("job {} step {}: inherited plan {}, fingerprint matches", s.job.job_id, s.job.step_id,
-                  job::capped(*inherited));
+    check_inherited_plan(env, *inherited);
     return 0;
   }
   s.deciding_step = true;
+  read_fabric_placement();
   return 0;
 }
 
@@ -284,10 +356,13 @@ job::DecideRequest decide_request(const job::JobEnvironment& env) {
   r.input.config = s.config;
   r.input.spec = *s.spec;
   r.input.alloc = job::allocation_from_env(env, s.job.step_id == step_name(kBatchStep));
+  // torchrun's rendezvous host: the first node of the list Slurm set, as libslurm's hostlist expanded it.
+  if (!s.node_names.empty()) r.input.alloc.first_node = s.node_names.front();
   r.input.topology = *s.topology;
   r.input.policy = s.policy;
   r.input.mode = s.mode;
   r.input.calibration = s.calibration;
+  r.input.fabric = s.fabric;
   // Relative paths from the submit directory; the child reads the file as the job's user.
   if (!s.spec->scenario_file.empty()) r.scenario_path = resolve_path(s.spec->scenario_file, r.input.alloc.submit_dir);
   r.mode_changes = s.mode_changes;
@@ -383,7 +458,32 @@ void add_report(nlohmann::json& line) {
     fields["suspect"]["nodes"] = s.node_names.empty() ? std::vector<std::string>{s.job.hostname} : s.node_names;
   if (fields.contains("report") && fields["report"].is_string())
     fields["report"] = job::capped(fields["report"].get<std::string>(), 1024);
+  // An out-of-memory death goes into the log with what the plan predicted: calibrate learns head-room from both.
+  if (fields.contains("oom") && fields["oom"].is_object()) {
+    auto& oom = fields["oom"];
+    if (oom.contains("message") && oom["message"].is_string())
+      oom["message"] = job::capped(oom["message"].get<std::string>(), 300);
+    const auto& plan_prediction = line["predicted"];
+    if (plan_prediction.is_object() && plan_prediction.contains("memory_gib_per_gpu"))
+      oom["predicted_memory_gib"] = plan_prediction["memory_gib_per_gpu"];
+  }
   for (auto& [key, value] : fields.items()) line[key] = value;
+}
+
+// What the other nodes' steps found (node_checks.h): their fingerprint checks and whether they saw the plan file.
+void add_node_checks(nlohmann::json& line) {
+  auto& s = state();
+  try {
+    auto jobs = jobs_directory(s.config.log_dir);
+    auto checks = job::collect_node_checks(jobs.get(), s.job.job_id);
+    for (const auto& m : checks["mismatch"])
+      line["notes"].push_back("node " + m.value("host", "") + " (step " + m.value("step", "") +
+                              ") has topology fingerprint " + m.value("fingerprint", "") + ", the plan was made for " +
+                              m.value("plan_fingerprint", ""));
+    line["node_checks"] = std::move(checks);
+  } catch (const std::exception& e) {
+    log().warn("tuning log: the other nodes' checks are not included: {}", e.what());
+  }
 }
 
 }  // namespace
@@ -445,24 +545,73 @@ int remote_task_exit(spank_t sp, int, char**) {
   return 0;
 }
 
-int remote_exit(spank_t sp, int, char**) {
+namespace {
+
+// What the job's tuning-log line adds to the node's metrics (job-level events: node 0, once per job).
+void line_events(const nlohmann::json& line, job::MetricsEvents& ev) {
+  ev.decision_mode = line.value("mode", "");
+  if (line.contains("scenario") && line["scenario"].is_object() && line["scenario"].contains("training"))
+    ev.decision_framework = line["scenario"]["training"].value("framework", "");
+  if (line.contains("policy_changes") && line["policy_changes"].is_array()) ev.policy_changes = line["policy_changes"].size();
+  if (line.contains("ratio") && line["ratio"].is_number()) ev.ratio = line["ratio"].get<double>();
+  ev.suspect = line.contains("suspect");
+  if (line.contains("oom")) {
+    ev.oom_gpu = line.value("gpu_model", "");
+    ev.oom_framework = ev.decision_framework;
+  }
+  const std::string report = line.value("report", "");
+  if (report == "missing") ev.failures.push_back("report_missing");
+  else if (report.rfind("invalid", 0) == 0) ev.failures.push_back("report_invalid");
+}
+
+// The job's tuning-log line (node 0 of the deciding step, once per job); its events go to `ev`.
+void write_job_line(spank_t sp, job::MetricsEvents& ev) {
   auto& s = state();
-  if (!s.decision) return 0;
+  if (!s.decision) return;
   if (s.job.state.empty()) s.job.state = "unknown";
-  if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return 0;  // one line per job: node 0 writes it
+  if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return;  // one line per job: node 0 writes it
   try {
     if (!claim_tuning_line(s.job.job_id)) {
       log().debug("job {} step {}: the job's tuning-log line was written by an earlier step", s.job.job_id,
                   s.job.step_id);
-      return 0;
+      return;
     }
     auto line = job::tuning_record(s.job, *s.spec, s.decision->record, s.env_outcome, std::time(nullptr));
     if (!s.node_list_problem.empty()) line["node_list_withheld"] = s.node_list_problem;
+    add_node_checks(line);
     add_report(line);
+    line_events(line, ev);
     write_tuning_line(line);
     log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
   } catch (const std::exception& e) {
+    ev.failures.push_back("tuning_log");
     log().error("exit: tuning log: {}", e.what());
+  }
+}
+
+// metrics_file=: this step's events on this node into the node_exporter textfile (metrics_file.h).
+void update_metrics(const job::MetricsEvents& ev) {
+  const auto& path = state().config.metrics_file;
+  if (path.empty() || ev.empty()) return;
+  try {
+    job::update_metrics_file(path, ev, std::time(nullptr));
+  } catch (const std::exception& e) {
+    log().warn("metrics file: {}", e.what());
+  }
+}
+
+}  // namespace
+
+int remote_exit(spank_t sp, int, char**) {
+  auto& s = state();
+  try {
+    job::MetricsEvents ev;
+    ev.partition = s.job.partition;
+    ev.failures = s.metric_failures;
+    write_job_line(sp, ev);
+    update_metrics(ev);
+  } catch (const std::exception& e) {  // nothing crosses the C ABI
+    log().error("exit: {}", e.what());
   }
   return 0;
 }

@@ -1,4 +1,6 @@
 // The --paratune option and the plugstack.conf arguments.
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -45,10 +47,18 @@ int register_option(spank_t sp) {
   return 0;
 }
 
+// The node's short host name, for %h in plugstack paths (gethostname: the node's own, never the user's).
+static std::string short_host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  std::string h = host;
+  return h.substr(0, h.find('.'));
+}
+
 bool load_config(int ac, char** av) {
   auto& s = state();
   try {
-    s.config = job::parse_plugin_config(std::vector<std::string>(av, av + ac));
+    s.config = job::parse_plugin_config(std::vector<std::string>(av, av + ac), short_host_name());
     s.config_ok = true;
   } catch (const std::exception& e) {
     log().error("plugstack.conf: {}; paratune is disabled", e.what());

@@ -38,11 +38,13 @@ struct PluginState {
   job::JobUser user;                         // uid, gid, groups from Slurm (known = false when Slurm gave none)
   std::vector<std::string> node_names;       // the step's nodes, from Slurm (slurm_nodes.h); empty when withheld
   std::string node_list_problem;             // why the node list was withheld
+  std::optional<job::FabricPlacement> fabric;  // the deciding step's nodes under Slurm's leaf switches
   bool env_rules_apply = false;              // the policy's forced/default/forbidden variables apply to this step
   bool env_injected = false;                 // the job's environment has had its variables (decision or policy)
   std::optional<job::DecidedJob> decision;   // what the deciding child answered
   job::EnvOutcome env_outcome;
   job::UniqueFd job_log_fd;                  // <log_dir>/jobs/<jobid>.log, opened as root
+  std::vector<std::string> metric_failures;  // this step's failures by kind (job::failure_kind), for metrics_file
   std::shared_ptr<spdlog::logger> log;
 };
 

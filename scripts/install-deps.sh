@@ -10,6 +10,9 @@ packages=(
   libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   groff-base man-db
+  python3-torch  # tests/integration/test_framework_fsdp.sh: a real PyTorch job (CPU, gloo) under real Slurm
+  prometheus     # promtool check metrics on the plugin's node_exporter textfile (tests only; ~19 MB download,
+                 # ~96 MB installed; its server is not started: see policy-rc.d below)
 )
 if [ "${1:-}" = --list ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()
@@ -23,5 +26,13 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "install-deps: run as root to install: ${missing[*]}" >&2; exit 1; }
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Packages with daemons (prometheus, munge, slurm*) must not start them here: tests start their own, on their
+# own ports. Without a policy-rc.d (Debian's invoke-rc.d hook), deny service starts for this install only.
+guard=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  guard=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\nexit 101\n' > "$guard"; chmod 0755 "$guard"
+  trap 'rm -f "$guard"' EXIT
+fi
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

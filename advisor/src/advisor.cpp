@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "paratune/advisor/env.h"
+#include "paratune/advisor/framework_versions.h"
 #include "paratune/advisor/model.h"
 
 namespace paratune::advisor {
@@ -106,7 +108,7 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
     if (l.zero_stage < 2) return "shard_group (hybrid sharding) needs zero_stage >= 2";
     if ((l.dp * l.cp) % l.shard_group != 0) return "shard_group must divide dp*cp";
   }
-  return "";
+  return version_problem(s, l, f);  // what the framework version itself cannot run (framework_versions.h)
 }
 
 Prediction to_prediction(const Scenario& s, const Evaluator& ev, const Evaluator::Result& r) {
@@ -218,6 +220,20 @@ struct SearchState {
   }
 };
 
+// The scenario resolved once per framework searched (resolved.h): the search, the ranked predictions and the
+// "nothing fits" message all read the same evaluator.
+struct Evaluators {
+  std::map<Framework, Evaluator> by_framework;
+  const Evaluator& get(const Scenario& s, Framework f, const ModelParams& params, double headroom_gib) {
+    auto it = by_framework.find(f);
+    if (it == by_framework.end()) {
+      it = by_framework.emplace(f, Evaluator(s, f, params)).first;
+      it->second.headroom_gib = headroom_gib;
+    }
+    return it->second;
+  }
+};
+
 // One (tp, pp, cp) split of the GPUs, as the search enumerates it.
 struct Split {
   int tp, pp, cp, dp, per_replica;
@@ -296,6 +312,7 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
           Layout l;
           l.tp = d.tp; l.pp = d.pp; l.cp = d.cp; l.dp = d.dp; l.virtual_stages = v;
           l.zero_stage = z; l.recompute = r; l.sequence_parallel = sp && d.tp > 1; l.shard_group = sg;
+          if (!version_problem(s, l, f).empty()) continue;  // the framework version would refuse it at launch
           search_micro_batches(ev, f, l, mbs, st);
           if (st.out_of_time) return;
         }
@@ -312,20 +329,20 @@ bool pipeline_split_ok(const Scenario& s, Framework f, int pp, bool* even) {
 }
 
 // The outer loops for one framework: tensor, pipeline and context-parallel degrees; data parallelism is the rest.
-void search_framework(const Scenario& s, Framework f, const ModelParams& params, const SearchLimits& limits,
+void search_framework(const Scenario& s, Framework f, const Evaluator& ev, const SearchLimits& limits,
                       SearchState& st) {
   const ParallelSpec& c = s.parallel;
   const int N = s.total_gpus(), B = s.training.global_batch;
   const int kv = s.model.kv_heads > 0 ? s.model.kv_heads : s.model.heads;
   const int domain = std::max(1, s.cluster.nvlink_domain);
-  Evaluator ev(s, f, params);
-  ev.headroom_gib = limits.memory_headroom_gib;
   const bool model_parallel_ok = f != Framework::Fsdp;
   const bool cp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
   for (int tp : divisors(N)) {
     if ((!model_parallel_ok && tp > 1) || st.out_of_time) break;
     if ((c.tp && *c.tp != tp) || (limits.max_tp && tp > limits.max_tp) || s.model.heads % tp || kv % tp) continue;
-    if (!limits.allow_tp_beyond_nvlink && tp > 1 && tp > domain) continue;
+    // TP inside a node is searched at its real cost (NVLink, or PCIe / bridges where the domain is smaller);
+    // across nodes only when the limits allow it.
+    if (!limits.allow_tp_beyond_nvlink && tp > 1 && tp > std::max(domain, s.cluster.gpus_per_node)) continue;
     for (int pp : divisors(N / tp)) {
       if ((!model_parallel_ok && pp > 1) || pp > s.model.layers || st.out_of_time) break;
       bool even = true;
@@ -359,12 +376,11 @@ std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimit
 }
 
 // "Nothing fits": what the leanest layout needs, split into what memory and what batch divisibility stand in the way.
-std::string nothing_fits_message(const Scenario& s, const ModelParams& params, const SearchState& st) {
-  std::string msg = "nothing fits in " + fmt("%.1f", effective_gpu(s.cluster).memory_gib) + " GiB per GPU";
+std::string nothing_fits_message(const Scenario& s, const Evaluator& ev, const SearchState& st) {
+  std::string msg = "nothing fits in " + fmt("%.1f", ev.capacity_gib()) + " GiB per GPU";
   if (st.least_mem >= 1e29)
     return msg + "; no valid layout exists for these constraints (check that tp divides heads/kv_heads, pp divides "
                  "layers, and dp divides global_batch)";
-  Evaluator ev(s, st.least_fw, params);
   MemoryBreakdown mb;
   ev.memory_gib(st.least_layout, &mb);
   // Capped: a model far too large for the cluster must not print "about -2147483648 nodes".
@@ -400,6 +416,10 @@ std::string runner_up_note(const Prediction& winner, const Prediction& runner_up
                        w.optimizer, w.other};
   const double dox[] = {o.compute, o.recompute, o.tp_comm, o.cp_comm, o.pp_bubble, o.pp_comm, o.dp_comm_exposed,
                         o.optimizer, o.other};
+  // The tie-break may put a faster layout second (within 1 %, the simpler one wins): say so, never "-0.4 % slower".
+  if (runner_up.step_time_s < winner.step_time_s)
+    return "runner-up is " + fmt("%.1f", 100 * (1 - runner_up.step_time_s / winner.step_time_s)) +
+           " % faster by the model, within the 1 % tie-break margin: the simpler layout was chosen";
   int k = 0;
   for (int i = 1; i < 9; ++i)
     if (dox[i] - dw[i] > dox[k] - dw[k]) k = i;
@@ -407,9 +427,7 @@ std::string runner_up_note(const Prediction& winner, const Prediction& runner_up
          names[k] + " (+" + fmt("%.3f", dox[k] - dw[k]) + " s)";
 }
 
-Prediction evaluate_ranked(const Scenario& s, const ModelParams& params, const SearchLimits& limits, const Ranked& r) {
-  Evaluator ev(s, r.f, params);
-  ev.headroom_gib = limits.memory_headroom_gib;
+Prediction evaluate_ranked(const Scenario& s, const Evaluator& ev, const Ranked& r) {
   return to_prediction(s, ev, ev.evaluate(r.l));
 }
 
@@ -425,20 +443,23 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   if (limits.time_budget_s > 0)
     st.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(limits.time_budget_s));
-  for (Framework f : frameworks_to_search(s, limits)) search_framework(s, f, params, limits, st);
+  Evaluators evs;
+  auto ev_for = [&](Framework f) -> const Evaluator& { return evs.get(s, f, params, limits.memory_headroom_gib); };
+  for (Framework f : frameworks_to_search(s, limits)) search_framework(s, f, ev_for(f), limits, st);
   if (st.best.empty() && st.out_of_time)
     throw NothingFits("the search stopped at its time budget of " + fmt("%.1f", limits.time_budget_s) + " s after " +
                       std::to_string(st.evaluated) + " layouts, none of which fit; fix more of the layout (tp, pp, "
                       "micro_batch) to narrow the search");
-  if (st.best.empty()) throw NothingFits(nothing_fits_message(s, params, st));
+  if (st.best.empty()) throw NothingFits(nothing_fits_message(s, ev_for(st.least_fw), st));
 
   const size_t win = tie_break_winner(st.best);
   Plan plan;
   plan.framework = st.best[win].f;
   plan.layout = st.best[win].l;
-  plan.prediction = evaluate_ranked(s, params, limits, st.best[win]);
+  plan.prediction = evaluate_ranked(s, ev_for(st.best[win].f), st.best[win]);
   for (size_t i = 0; i < st.best.size() && int(plan.alternatives.size()) < limits.top_n; ++i)
-    if (i != win) plan.alternatives.push_back({st.best[i].f, st.best[i].l, evaluate_ranked(s, params, limits, st.best[i])});
+    if (i != win)
+      plan.alternatives.push_back({st.best[i].f, st.best[i].l, evaluate_ranked(s, ev_for(st.best[i].f), st.best[i])});
   plan.env = synthesize_env(s, plan.framework, plan.layout, plan.prediction.memory_gib_per_gpu);
   plan.candidates_evaluated = st.evaluated;
   plan.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -61,6 +61,38 @@ std::string num(double v) {
   return s;
 }
 
+// [[memory]]: gpu, framework, headroom_gib, oom_jobs, near_limit_jobs.
+MemoryEntry memory_entry(const std::string& origin, const toml::table& t, const std::string& p) {
+  MemoryEntry e;
+  bool have_gpu = false;
+  for (const auto& [ek, ev] : t) {
+    const std::string f(ek.str());
+    if (f == "gpu") {
+      const std::string g = text(origin, ev, p + f);
+      if (!is_gpu_key(g)) fail(origin, ev, p + f, "unknown GPU '" + g + "' (see `paratune advise --help`)");
+      e.gpu = gpu_spec(g).key;
+      have_gpu = true;
+    } else if (f == "framework") {
+      const std::string fw = text(origin, ev, p + f);
+      try {
+        if (!fw.empty() && fw != "any") e.framework = to_string(framework_from_string(fw));
+      } catch (const std::invalid_argument& ex) {
+        fail(origin, ev, p + f, ex.what());
+      }
+    } else if (f == "headroom_gib") {
+      e.headroom_gib = number(origin, ev, p + f, 0, 1024);
+    } else if (f == "oom_jobs") {
+      e.oom_jobs = int(number(origin, ev, p + f, 0, 1e9));
+    } else if (f == "near_limit_jobs") {
+      e.near_limit_jobs = int(number(origin, ev, p + f, 0, 1e9));
+    } else {
+      fail(origin, ev, p + f, "unknown key; valid: gpu, framework, headroom_gib, oom_jobs, near_limit_jobs");
+    }
+  }
+  if (!have_gpu) fail(origin, t, p + "gpu", "missing (the catalog key of the GPU model)");
+  return e;
+}
+
 }  // namespace
 
 Calibration parse_calibration(std::string_view toml_text, const std::string& origin) {
@@ -109,6 +141,15 @@ Calibration parse_calibration(std::string_view toml_text, const std::string& ori
                 fail(origin, ev, p + f, ex.what());
               }
             }
+          } else if (f == "framework") {
+            const std::string fw = text(origin, ev, p + f);
+            if (!fw.empty() && fw != "any") {
+              try {
+                e.framework = to_string(framework_from_string(fw));
+              } catch (const std::invalid_argument& ex) {
+                fail(origin, ev, p + f, ex.what());
+              }
+            }
           } else if (f == "compute_scale") {
             e.compute_scale = number(origin, ev, p + f, kScaleMin, kScaleMax);
           } else if (f == "network_scale") {
@@ -123,18 +164,31 @@ Calibration parse_calibration(std::string_view toml_text, const std::string& ori
             e.error_after = number(origin, ev, p + f, 0, 1e6);
           } else {
             fail(origin, ev, p + f,
-                 "unknown key; valid: gpu, fabric, compute_scale, network_scale, samples, multinode_samples, "
+                 "unknown key; valid: gpu, fabric, framework, compute_scale, network_scale, samples, multinode_samples, "
                  "error_before, error_after");
           }
         }
         if (!have_gpu) fail(origin, item, p + "gpu", "missing (the catalog key of the GPU model)");
         for (const auto& other : c.entries)
-          if (other.gpu == e.gpu && other.fabric == e.fabric)
-            fail(origin, item, p + "gpu", "a second entry for " + e.gpu + " / " + (e.fabric.empty() ? "any" : e.fabric));
+          if (other.gpu == e.gpu && other.fabric == e.fabric && other.framework == e.framework)
+            fail(origin, item, p + "gpu",
+                 "a second entry for " + e.gpu + " / " + (e.fabric.empty() ? "any" : e.fabric) + " / " +
+                     (e.framework.empty() ? "any" : e.framework));
         c.entries.push_back(e);
       }
+    } else if (key == "memory") {
+      if (!v.is_array_of_tables()) fail(origin, v, "memory", "must be an array of tables ([[memory]])");
+      int i = 0;
+      for (const auto& item : *v.as_array()) {
+        MemoryEntry e = memory_entry(origin, *item.as_table(), "memory[" + std::to_string(i++) + "].");
+        for (const auto& other : c.memory)
+          if (other.gpu == e.gpu && other.framework == e.framework)
+            fail(origin, item, "memory[" + std::to_string(i - 1) + "].gpu",
+                 "a second entry for " + e.gpu + " / " + (e.framework.empty() ? "any" : e.framework));
+        c.memory.push_back(e);
+      }
     } else {
-      fail(origin, v, key, "unknown key; valid: version, generated, source, [[entry]]");
+      fail(origin, v, key, "unknown key; valid: version, generated, source, [[entry]], [[memory]]");
     }
   }
   return c;
@@ -143,7 +197,7 @@ Calibration parse_calibration(std::string_view toml_text, const std::string& ori
 std::string to_toml(const Calibration& c) {
   std::string out =
       "# paratune site calibration (written by `paratune calibrate`; docs/calibration.md).\n"
-      "# Per GPU model and fabric: multipliers on the model's GEMM efficiency and fabric efficiency.\n";
+      "# Per GPU model, fabric and framework: multipliers on the model's GEMM efficiency and fabric efficiency.\n";
   out += "version = " + std::to_string(c.version) + "\n";
   if (!c.generated.empty()) out += "generated = " + quoted(c.generated) + "\n";
   if (!c.source.empty()) out += "source = " + quoted(c.source) + "\n";
@@ -151,6 +205,7 @@ std::string to_toml(const Calibration& c) {
     out += "\n[[entry]]\n";
     out += "gpu = " + quoted(e.gpu) + "\n";
     out += "fabric = " + quoted(e.fabric.empty() ? "any" : e.fabric) + "\n";
+    out += "framework = " + quoted(e.framework.empty() ? "any" : e.framework) + "\n";
     out += "compute_scale = " + num(e.compute_scale) + "\n";
     out += "network_scale = " + num(e.network_scale) + "\n";
     out += "samples = " + std::to_string(e.samples) + "\n";
@@ -158,20 +213,45 @@ std::string to_toml(const Calibration& c) {
     out += "error_before = " + num(e.error_before) + "\n";
     out += "error_after = " + num(e.error_after) + "\n";
   }
+  if (!c.memory.empty())
+    out += "\n# Memory head-room per GPU model and framework, learned from out-of-memory deaths and near-limit runs.\n";
+  for (const auto& m : c.memory) {
+    out += "\n[[memory]]\n";
+    out += "gpu = " + quoted(m.gpu) + "\n";
+    out += "framework = " + quoted(m.framework.empty() ? "any" : m.framework) + "\n";
+    out += "headroom_gib = " + num(m.headroom_gib) + "\n";
+    out += "oom_jobs = " + std::to_string(m.oom_jobs) + "\n";
+    out += "near_limit_jobs = " + std::to_string(m.near_limit_jobs) + "\n";
+  }
   return out;
 }
 
-const CalibrationEntry* find_entry(const Calibration& c, const std::string& gpu, Fabric fabric) {
+namespace {
+
+// The entry of `framework` ("" = the framework-less ones): exact fabric first, then fabric-less.
+const CalibrationEntry* find_in(const Calibration& c, const std::string& gpu, Fabric fabric, const std::string& framework) {
   if (!is_gpu_key(gpu)) return nullptr;
   const std::string key = gpu_spec(gpu).key;
   const std::string fab = to_string(fabric);
   const CalibrationEntry* any = nullptr;
   for (const auto& e : c.entries) {
-    if (e.gpu != key) continue;
+    if (e.gpu != key || e.framework != framework) continue;
     if (e.fabric == fab) return &e;
     if (e.fabric.empty()) any = &e;
   }
   return any;
+}
+
+}  // namespace
+
+const CalibrationEntry* find_entry(const Calibration& c, const std::string& gpu, Fabric fabric, Framework framework) {
+  // The stack's own entry before the shared one: a shared fit is rescaled by the other stacks' jobs.
+  if (const CalibrationEntry* own = find_in(c, gpu, fabric, to_string(framework))) return own;
+  return find_in(c, gpu, fabric, "");
+}
+
+const CalibrationEntry* find_entry(const Calibration& c, const std::string& gpu, Fabric fabric) {
+  return find_in(c, gpu, fabric, "");
 }
 
 ModelParams apply_entry(const CalibrationEntry& e, const Scenario& s, const ModelParams& base) {
@@ -184,8 +264,25 @@ ModelParams apply_entry(const CalibrationEntry& e, const Scenario& s, const Mode
 }
 
 ModelParams calibrated_params(const Calibration& c, const Scenario& s, const ModelParams& base) {
-  const CalibrationEntry* e = find_entry(c, s.cluster.gpu, s.cluster.fabric);
+  const CalibrationEntry* e = find_entry(c, s.cluster.gpu, s.cluster.fabric, s.training.framework);
   return e ? apply_entry(*e, s, base) : base;
+}
+
+const MemoryEntry* find_memory_entry(const Calibration& c, const std::string& gpu, Framework framework) {
+  if (!is_gpu_key(gpu)) return nullptr;
+  const std::string key = gpu_spec(gpu).key, fw = to_string(framework);
+  const MemoryEntry* any = nullptr;
+  for (const auto& m : c.memory) {
+    if (m.gpu != key) continue;
+    if (m.framework == fw) return &m;
+    if (m.framework.empty()) any = &m;
+  }
+  return any;
+}
+
+double calibrated_headroom_gib(const Calibration& c, const Scenario& s) {
+  const MemoryEntry* m = find_memory_entry(c, s.cluster.gpu, s.training.framework);
+  return m ? m->headroom_gib : 0;
 }
 
 }  // namespace paratune::advisor

@@ -28,11 +28,12 @@ namespace {
 // H100 80GB = 81559 MiB); the CUDA context is counted by the model, not here. NVLink in GB/s per direction per GPU
 // (data sheets quote bidirectional totals: 600 GB/s for A100 -> 300 per direction).
 GpuSpec G(const char* key, const char* name, GpuArch arch, double bf16, double fp16, double fp8, double mem_gib,
-          double hbm, double nvl, double pcie, bool nvswitch, bool nvls, bool has_bf16, int sms, const char* src) {
+          double hbm, double nvl, double pcie, bool nvswitch, bool nvls, bool has_bf16, int sms, const char* src,
+          bool fast_softmax = false) {
   GpuSpec g;
   g.key = key; g.name = name; g.arch = arch; g.bf16_tflops = bf16; g.fp16_tflops = fp16; g.fp8_tflops = fp8;
   g.memory_gib = mem_gib; g.hbm_tbps = hbm; g.nvlink_gbps = nvl; g.pcie_gbps = pcie; g.nvswitch = nvswitch;
-  g.nvls = nvls; g.bf16 = has_bf16; g.sm_count = sms; g.source = src;
+  g.nvls = nvls; g.bf16 = has_bf16; g.sm_count = sms; g.source = src; g.fast_softmax = fast_softmax;
   return g;
 }
 
@@ -109,6 +110,16 @@ const std::vector<GpuSpec>& table() {
       // sparse figures), 180 GB HBM3e at 8 TB/s (DGX B200: 64 TB/s for 8 GPUs), NVLink 5 1.8 TB/s.
       G("b200-sxm-180gb", "B200 SXM 180GB", GpuArch::Blackwell, 2250, 2250, 4500, 178.4, 8.0, 900, 64, true, true,
         true, 148, "NVIDIA HGX B200 / DGX B200 data sheets"),
+      // NVIDIA GB200 NVL72 data sheet: 360 PFLOPS FP16/BF16 and 720 FP8 per 72-GPU rack with sparsity -> 2.5 / 5.0
+      // PFLOPS dense per GPU; dgxc-benchmarking's READMEs compute GB200 MFU against 2,450 BF16 / 4,900 FP8, which is
+      // used here (the clock the rack sustains). Up to 186 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s (900 per direction)
+      // across the 72-GPU NVLink domain (nvlink_domain = 72 in the scenario); 4 GPUs per compute tray (node).
+      G("gb200", "GB200 (NVL72)", GpuArch::Blackwell, 2450, 2450, 4900, 184.0, 8.0, 900, 64, true, true, true, 148,
+        "NVIDIA GB200 NVL72 data sheet; peaks as dgxc-benchmarking READMEs state them"),
+      // NVIDIA GB300 NVL72 data sheet: the same 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity as GB200 (the
+      // Ultra adds FP4 rate), 288 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s.
+      G("gb300", "GB300 (NVL72)", GpuArch::Blackwell, 2450, 2450, 4900, 285.4, 8.0, 900, 64, true, true, true, 160,
+        "NVIDIA GB300 NVL72 data sheet (BF16/FP8 dense as GB200)", true),
       // AMD Instinct MI250X data sheet: 383 TFLOPS BF16 for the package = 2 GCDs; the scheduler allocates one GCD
       // as one GPU, so this entry is per GCD: 191.5 TFLOPS, 64 GB HBM2e, 1.6 TB/s; Infinity Fabric between GCDs
       // 50-200 GB/s per direction depending on the pair (Frontier node) -> 100 assumed (no switch).
@@ -131,7 +142,7 @@ const GpuSpec* find_gpu(const std::string& key) {
   static const std::vector<std::pair<std::string, std::string>> aliases = {
       {"t4-16gb", "t4"}, {"l40s-48gb", "l40s"}, {"mi250x-128gb", "mi250x"}, {"mi250x-64gb", "mi250x"},
       {"mi300x-192gb", "mi300x"}, {"h100-sxm-80gb", "h100-sxm5-80gb"}, {"h200-sxm5-141gb", "h200-sxm-141gb"},
-      {"b200-180gb", "b200-sxm-180gb"}};
+      {"b200-180gb", "b200-sxm-180gb"}, {"gb200-186gb", "gb200"}, {"gb300-288gb", "gb300"}};
   std::string k = key;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const auto& [a, b] : aliases)

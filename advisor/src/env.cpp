@@ -1,11 +1,23 @@
 // NCCL / CUDA settings from Topology x Plan. Per-platform practice: shared/docs/anchors.md §4; NCCL env docs.
 #include "paratune/advisor/env.h"
 
+#include <cstdio>
 #include <string>
 
 #include "paratune/advisor/catalog.h"
 
 namespace paratune::advisor {
+
+namespace {
+
+// NCCL_NET_GDR_LEVEL=P2C exists from NCCL 2.27.3 on (topoPathTypeStr, tests/contracts/nccl--2.27.json).
+bool nccl_has_p2c(const std::string& version) {
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(version.c_str(), "%d.%d.%d", &major, &minor, &patch) < 2) return false;
+  return major > 2 || (major == 2 && (minor > 27 || (minor == 27 && patch >= 3)));
+}
+
+}  // namespace
 
 std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Layout& l, double memory_gib) {
   std::vector<EnvSetting> env;
@@ -15,8 +27,10 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
   const bool megatron_like = f == Framework::Megatron || f == Framework::Nemo;
 
   // CUDA_DEVICE_MAX_CONNECTIONS: Megatron's TP/SP (and CP) communication overlap relies on kernels being issued in
-  // program order on one hardware queue; FSDP / ZeRO-3 prefetching wants several queues, so it is left alone.
-  if (megatron_like && (l.tp > 1 || l.cp > 1)) {
+  // program order on one hardware queue (Megatron asserts it is 1 with tp or cp > 1 before Blackwell); Megatron-FSDP
+  // (ZeRO-3) asserts the opposite, that it is not 1, so it is left unset there, as for FSDP / ZeRO-3 prefetching.
+  const bool megatron_fsdp = megatron_like && l.zero_stage >= 3;
+  if (megatron_like && (l.tp > 1 || l.cp > 1) && !megatron_fsdp) {
     if (g.arch == GpuArch::Blackwell)
       add("CUDA_DEVICE_MAX_CONNECTIONS", "32",
           "Blackwell: TP/CP overlap no longer needs one queue; NeMo uses 32 on SM100+ for concurrency");
@@ -57,10 +71,14 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
       add("NCCL_NET_GDR_LEVEL", "PXB",
           "every GPU has a NIC behind the same PCIe switch (measured " + p +
               "): GPUDirect RDMA on, stated explicitly so a flattened VM topology cannot turn it off");
-    else if (p == "PHB" || p == "P2C")
-      add("NCCL_NET_GDR_LEVEL", p,
+    else if (p == "PHB" || (p == "P2C" && !nccl_has_p2c(c.nccl_version)))
+      add("NCCL_NET_GDR_LEVEL", "PHB",
           "nearest NIC is reached through the CPU host bridge (measured " + p +
-              "): allow GPUDirect RDMA through it rather than bouncing through host memory");
+              "): allow GPUDirect RDMA through it rather than bouncing through host memory" +
+              (p == "P2C" ? " (P2C itself needs NCCL >= 2.27.3, and this NCCL's version is not known to be)" : ""));
+    else if (p == "P2C")
+      add("NCCL_NET_GDR_LEVEL", "P2C",
+          "GPU and NIC share a C2C-attached CPU (measured P2C, NCCL " + c.nccl_version + " knows the level)");
     else if (p == "SYS")
       add("NCCL_NET_GDR_LEVEL", "PHB",
           "some GPUs reach their NIC only across the CPU interconnect (SYS): keep GPUDirect RDMA off for those pairs");
@@ -73,7 +91,9 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
         break;
       }
   }
-  if (c.nodes > 1 && verbs && c.rail_aligned && c.nic_count >= c.gpus_per_node && c.gpus_per_node > 1)
+  // Only when rail alignment was stated: NCCL's default (cross-NIC allowed) is right on fabrics that are not.
+  if (c.nodes > 1 && verbs && c.rail_alignment_known && c.rail_aligned && c.nic_count >= c.gpus_per_node &&
+      c.gpus_per_node > 1)
     add("NCCL_CROSS_NIC", "0",
         "rail-optimised fabric (one NIC per GPU on its own rail): keep each ring on the same NIC index on every node");
   if (c.fabric == Fabric::Efa) {
@@ -84,16 +104,10 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
     add("FI_PROVIDER", "cxi", "libfabric provider for HPE Slingshot (CXI)");
     add("NCCL_NET", "AWS Libfabric", "NCCL over libfabric through the aws-ofi-nccl plugin on Slingshot");
   }
-  // NVLink SHARP: only where NVSwitch supports it, Fabric Manager reported it healthy, and memory allows (~1 GiB).
-  if (g.nvls && c.nvls && c.nvlink_domain > 1) {
-    const double spare = memory_gib > 0 ? g.memory_gib - memory_gib : 10;
-    if (spare >= 1.0)
-      add("NCCL_NVLS_ENABLE", "1",
-          "NVSwitch with NVLink SHARP: all-reduce inside the node at ~480 vs ~370 GB/s; the plan leaves room for its "
-          "buffers");
-    else
-      add("NCCL_NVLS_ENABLE", "0", "NVLS buffers (~1 GiB per GPU) would not fit next to this plan");
-  }
+  // NVLink SHARP: NCCL enables it by itself where NVSwitch and Fabric Manager support it (NCCL_NVLS_ENABLE's
+  // default); paratune only turns it off when its buffers (~1 GiB per GPU) would not fit next to the plan.
+  if (g.nvls && c.nvls && c.nvlink_domain > 1 && memory_gib > 0 && g.memory_gib - memory_gib < 1.0)
+    add("NCCL_NVLS_ENABLE", "0", "NVLS buffers (~1 GiB per GPU) would not fit next to this plan");
   if (!c.nccl_topo_file.empty())
     add("NCCL_TOPO_FILE", c.nccl_topo_file,
         "virtualised PCIe topology: the vendor's topology file gives NCCL the real GPU-NIC affinity");

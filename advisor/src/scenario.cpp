@@ -7,6 +7,8 @@
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/scenario.h"
 
+#include "paratune/advisor/framework_versions.h"
+
 namespace paratune::advisor {
 
 namespace {
@@ -144,6 +146,13 @@ void validate(const Scenario& s) {
   if (m.vocab <= 0) bad("model.vocab", "must be a positive integer (e.g. 128256)");
   if (m.seq_len <= 0) bad("model.seq_len", "must be a positive integer (e.g. 8192)");
   if (s.training.global_batch <= 0) bad("training.global_batch", "must be a positive number of sequences");
+  // The framework version: known, and able to run what the scenario asks for (framework_versions.h).
+  try {
+    resolve_version(s.training.framework, s.training.framework_version);
+  } catch (const std::invalid_argument& e) {
+    bad("training.framework_version", e.what());
+  }
+  if (const std::string why = stack_problem(s); !why.empty()) bad("training.framework_version", why);
 
   const ClusterSpec& c = s.cluster;
   const bool from_topology = !c.topology_file.empty();  // GPU and NICs still to be filled in by the caller
@@ -170,6 +179,9 @@ void validate(const Scenario& s) {
     bad("cluster.nvlink_domain", "must divide cluster.gpus_per_node (" + std::to_string(c.gpus_per_node) +
                                      ") or be a multiple of it (multi-node NVLink, e.g. NVL72)");
   }
+  if (c.placement && placement_nodes(*c.placement) != c.nodes)
+    bad("cluster.placement.nodes_per_leaf", "must add up to cluster.nodes (" + std::to_string(c.nodes) + "), not " +
+                                                std::to_string(placement_nodes(*c.placement)));
   if (c.nic_count < 0) bad("cluster.nic_count", "must be >= 0");
   if (c.nic_gbps < 0) bad("cluster.nic_gbps", "must be >= 0");
   if (c.nodes > 1 && (c.nic_count == 0 || c.nic_gbps <= 0) && c.nics.empty() && !from_topology)

@@ -132,11 +132,33 @@ void apply_cluster_defaults(Scenario& s, bool nvlink_domain_given) {
   }
 }
 
+// [cluster.placement]: nodes per leaf switch in rank order, and the oversubscription above the leaves.
+static void parse_placement(const Ctx& c, const toml::node& node, ClusterSpec& k) {
+  if (!node.is_table()) c.fail(node, "cluster.placement", "must be a table ([cluster.placement])");
+  const toml::table& t = *node.as_table();
+  check_keys(c, t, "cluster.placement.", {"nodes_per_leaf", "oversubscription"});
+  Placement p;
+  const toml::node* per_leaf = t.get("nodes_per_leaf");
+  if (!per_leaf || !per_leaf->is_array())
+    c.fail(per_leaf ? *per_leaf : node, "cluster.placement.nodes_per_leaf", "must be an array of node counts, e.g. [2, 2]");
+  for (const auto& e : *per_leaf->as_array()) {
+    const auto v = e.value<int64_t>();
+    if (!v || *v < 1 || *v > (1 << 20)) c.fail(e, "cluster.placement.nodes_per_leaf", "each entry must be 1 ... 1048576");
+    p.nodes_per_leaf.push_back(static_cast<int>(*v));
+  }
+  if (p.nodes_per_leaf.empty() || p.nodes_per_leaf.size() > 65536)
+    c.fail(*per_leaf, "cluster.placement.nodes_per_leaf", "must list 1 ... 65536 leaf switches");
+  get_num(c, t, "cluster.placement.", "oversubscription", p.oversubscription);
+  if (!(p.oversubscription >= 1 && p.oversubscription <= 64))
+    c.fail(node, "cluster.placement.oversubscription", "must be 1 ... 64 (1 = non-blocking)");
+  k.placement = p;
+}
+
 // [cluster]: the hardware, when the scenario file describes it.
 static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
   check_keys(c, cl, "cluster.", {"gpu", "nodes", "gpus_per_node", "nvlink_domain", "nic_count", "nic_gbps", "fabric",
                                   "topology", "nccl_topo_file", "rail_aligned", "nvls", "socket_ifname", "gpu_nic_path",
-                                  "cloud", "gpu_spec", "nic"});
+                                  "cloud", "gpu_spec", "nic", "placement"});
   ClusterSpec& k = s.cluster;
   if (get_str(c, cl, "cluster.", "gpu", k.gpu) && !is_gpu_key(k.gpu) && !cl.get("gpu_spec")) {
     std::string list;
@@ -152,7 +174,7 @@ static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
   get_enum(c, cl, "cluster.", "fabric", k.fabric, fabric_from_string);
   get_str(c, cl, "cluster.", "topology", k.topology_file);
   get_str(c, cl, "cluster.", "nccl_topo_file", k.nccl_topo_file);
-  get_bool(c, cl, "cluster.", "rail_aligned", k.rail_aligned);
+  k.rail_alignment_known = get_bool(c, cl, "cluster.", "rail_aligned", k.rail_aligned);
   get_bool(c, cl, "cluster.", "nvls", k.nvls);
   get_str(c, cl, "cluster.", "socket_ifname", k.socket_ifname);
   if (get_str(c, cl, "cluster.", "gpu_nic_path", k.gpu_nic_path)) {
@@ -188,6 +210,7 @@ static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
       k.nics.push_back(f);
     }
   }
+  if (const toml::node* pl = cl.get("placement")) parse_placement(c, *pl, k);
   apply_cluster_defaults(s, domain_given);
 }
 
@@ -236,17 +259,21 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
 
   const toml::table* t = sub(c, root, "training");
   if (!t) throw std::invalid_argument(origin + ":1:1: training: missing [training] table (global_batch is required)");
-  check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "overlap_dp_comm", "flash_attention",
-                                  "attention", "fp8_recipe", "compile", "tp_comm_overlap"});
+  check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "framework_version", "overlap_dp_comm",
+                                  "flash_attention", "attention", "fp8_recipe", "compile", "tp_comm_overlap",
+                                  "grad_reduce_fp32", "fp8_param_gather"});
   if (!get_int(c, *t, "training.", "global_batch", s.training.global_batch, 1, 1L << 30))
     c.fail(*t, "training.global_batch", "missing; give the sequences per optimizer step (e.g. 1024)");
   get_enum(c, *t, "training.", "precision", s.training.precision, precision_from_string);
   get_enum(c, *t, "training.", "framework", s.training.framework, framework_from_string);
+  get_str(c, *t, "training.", "framework_version", s.training.framework_version);
   bool b = false;
   if (get_bool(c, *t, "training.", "overlap_dp_comm", b)) s.training.overlap_dp_comm = b;
   if (get_bool(c, *t, "training.", "flash_attention", b)) s.training.flash_attention = b;
   if (get_bool(c, *t, "training.", "compile", b)) s.training.compile = b;
   if (get_bool(c, *t, "training.", "tp_comm_overlap", b)) s.training.tp_comm_overlap = b;
+  if (get_bool(c, *t, "training.", "grad_reduce_fp32", b)) s.training.grad_reduce_fp32 = b;
+  if (get_bool(c, *t, "training.", "fp8_param_gather", b)) s.training.fp8_param_gather = b;
   Attention att{};
   if (get_enum(c, *t, "training.", "attention", att, attention_from_string)) s.training.attention = att;
   Fp8Recipe recipe{};

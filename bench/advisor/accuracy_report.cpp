@@ -1,291 +1,118 @@
-// accuracy_report: predicted vs measured for every published run in shared/data/calibration, per source, ranking
-// per comparison group, leave-one-source-out; writes Markdown (docs/accuracy.md).
+// accuracy_report: the performance model against every published run in shared/data/calibration and
+// data/calibration. Out-of-sample first (leave one source, GPU generation, framework out; ranking in layout-varying
+// groups beside layout-blind baselines), in-sample last; writes Markdown (docs/accuracy.md).
 //
-//   accuracy_report MEASUREMENTS.csv [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit]
+//   accuracy_report MEASUREMENTS.csv [--extra EXTRA.csv]... [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit]
 //
-// --fit refits the shipped parameters on all sources and prints them (paste into advisor/src/calibration.cpp).
+// --fit refits the shipped parameters on all rows and prints them (paste into advisor/src/calibration.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "accuracy_sections.h"
 #include "calib_data.h"
 
 using namespace paratune::advisor;
 using namespace paratune::calib;
+using namespace paratune::accuracy;
 
 namespace {
 
-std::string f1(double v, const char* fmt = "%.1f") {
-  char b[64];
-  std::snprintf(b, sizeof b, fmt, v);
-  return b;
-}
+const char* kUsage =
+    "usage: accuracy_report MEASUREMENTS.csv [--extra EXTRA.csv]... [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit] [--rows-csv FILE]";
 
-std::string layout_str(const Layout& l) {
-  std::string s = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " dp" + std::to_string(l.dp);
-  if (l.cp > 1) s += " cp" + std::to_string(l.cp);
-  if (l.virtual_stages > 1) s += " v" + std::to_string(l.virtual_stages);
-  s += " mb" + std::to_string(l.micro_batch) + " z" + std::to_string(l.zero_stage) + " " + to_string(l.recompute);
-  if (l.sequence_parallel) s += "+sp";
-  return s;
-}
+struct Args {
+  std::vector<std::string> csvs;
+  std::string busbw, out, rows_csv;
+  bool fit = false;
+};
 
-// The row's metric from an iteration time, in the row's own convention (inverse of load_rows).
-double metric_from_time(const Row& r, double t) {
-  const double B = r.s.training.global_batch, s = r.s.model.seq_len, N = r.s.total_gpus();
-  if (r.meas_what == "iteration time (s)") return t;
-  if (r.meas_what == "tokens/s (total)") return B * s / t;
-  if (r.meas_what == "tokens/s/GPU") return B * s / t / N;
-  if (r.meas_what == "TFLOP/s/GPU") return r.flops_row / t / N / 1e12;
-  if (r.meas_what == "MFU %") return r.flops_row / t / N / 1e12 / (r.s.cluster.gpu.find("h100") == 0 ? 989.4 : 312) * 100;
-  if (r.meas_what == "layer fwd+bwd (ms)") return t * 1e3;
-  return t;
-}
-
-struct Stats {
-  int n = 0;
-  double sum = 0, max = 0;
-  std::vector<double> all;
-  void add(double ape) { ++n; sum += ape; max = std::max(max, ape); all.push_back(ape); }
-  double mape() const { return n ? sum / n : 0; }
-  double median() const {
-    if (all.empty()) return 0;
-    auto v = all;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+bool parse_args(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--busbw" && i + 1 < argc) a->busbw = argv[++i];
+    else if (s == "--extra" && i + 1 < argc) a->csvs.push_back(argv[++i]);
+    else if (s == "--out" && i + 1 < argc) a->out = argv[++i];
+    else if (s == "--fit") a->fit = true;
+    else if (s == "--rows-csv" && i + 1 < argc) a->rows_csv = argv[++i];
+    else if (s == "--help" || s == "-h") { std::puts(kUsage); std::exit(0); }
+    else if (!s.empty() && s[0] == '-') return false;
+    else a->csvs.insert(a->csvs.begin(), s);
   }
-};
-
-// Error on throughput: measured time / predicted time - 1 (positive = the model is optimistic).
-double err(const Row& r, double pred_t) { return r.meas_time_s / pred_t - 1; }
-
-struct BusRow {
-  const char* id;
-  const char* klass;
-  double busbw, line;
-  const char* what;
-};
+  return !a->csvs.empty();
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string csv, busbw_csv, out;
-  bool do_fit = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--busbw" && i + 1 < argc) busbw_csv = argv[++i];
-    else if (a == "--out" && i + 1 < argc) out = argv[++i];
-    else if (a == "--fit") do_fit = true;
-    else if (a == "--help" || a == "-h") {
-      std::puts("usage: accuracy_report MEASUREMENTS.csv [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit]");
-      return 0;
-    } else csv = a;
-  }
-  if (csv.empty()) {
-    std::fputs("usage: accuracy_report MEASUREMENTS.csv [--busbw NCCL_BUSBW.csv] [--out FILE] [--fit]\n", stderr);
+  Args args;
+  if (!parse_args(argc, argv, &args)) {
+    std::fprintf(stderr, "%s\n", kUsage);
     return 2;
   }
-  std::string error;
-  const std::vector<Row> rows = load_rows(csv, &error);
+  std::vector<Row> rows;
+  std::map<std::string, int> skipped;
+  for (const auto& csv : args.csvs) {
+    std::string error;
+    auto part = load_rows(csv, &error, &skipped);
+    if (!error.empty()) {
+      std::fprintf(stderr, "accuracy_report: %s\n", error.c_str());
+      return 2;
+    }
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
   if (rows.empty()) {
-    std::fprintf(stderr, "accuracy_report: %s\n", error.empty() ? "no usable rows" : error.c_str());
+    std::fputs("accuracy_report: no usable rows\n", stderr);
     return 2;
   }
-  std::vector<std::string> sources;
-  for (const auto& r : rows)
-    if (std::find(sources.begin(), sources.end(), r.source) == sources.end()) sources.push_back(r.source);
-  std::sort(sources.begin(), sources.end());
 
   const ModelParams priors{};
   ModelParams params = shipped_params();
-  double loss = 0;
-  if (do_fit) {
-    params = fit(rows, priors, {}, &loss);
+  if (args.fit) {
+    double loss = 0;
+    params = fit_where(rows, priors, [](const Row&) { return true; }, &loss);
     const auto x = extract(params);
     const auto spec = fit_spec();
     std::fprintf(stderr, "fitted on all %zu rows (loss %.5f):\n", rows.size(), loss);
-    for (size_t i = 0; i < x.size(); ++i) std::fprintf(stderr, "  %-22s %.4f   (prior %.4f)\n", spec.names[i].c_str(), x[i], spec.prior[i]);
+    for (size_t i = 0; i < x.size(); ++i)
+      std::fprintf(stderr, "  %-22s %.4f   (prior %.4f)\n", spec.names[i].c_str(), x[i], spec.prior[i]);
   }
 
+  Report rep{rows, params, priors, args.csvs, skipped, {}};
   std::ostringstream md;
-  md << "# Accuracy of the performance model against published runs\n\n"
-     << "Generated by `bench/advisor/accuracy_report` from `shared/data/calibration/measurements.csv` ("
-     << rows.size() << " usable rows; `context-only` rows excluded). Do not edit by hand: rerun\n\n"
-     << "```\nbuild/bench/advisor/accuracy_report ../shared/data/calibration/measurements.csv \\\n"
-     << "    --busbw ../shared/data/calibration/nccl_busbw.csv --out docs/accuracy.md\n```\n\n"
-     << "Each row's measured quantity is turned into an iteration time with **that source's own FLOP formula** "
-        "(calibration README §3); the model predicts the iteration time and the error is on throughput: "
-        "`measured time / predicted time - 1` (positive = the model is optimistic). Knobs a source does not state "
-        "(micro-batch, interleaving, recompute) are set to the fastest choice that fits under the row's fixed "
-        "layout, as the authors tuned them.\n\n";
-
-  md << "## Parameters used\n\n" << shipped_params_provenance() << "\n\n| parameter | value | prior |\n|---|---|---|\n";
-  {
-    const auto x = extract(params), p = fit_spec().prior;
-    const auto names = fit_spec().names;
-    for (size_t i = 0; i < x.size(); ++i) md << "| " << names[i] << " | " << f1(x[i], "%.3f") << " | " << f1(p[i], "%.3f") << " |\n";
-  }
-  md << "\n";
-
-  // --- bus bandwidth efficiency (nccl_busbw.csv) -------------------------------------------------------------------
-  if (!busbw_csv.empty()) {
-    // Line rates are the data-sheet rates of each row's link (GB/s per direction per GPU for NVLink; NIC aggregate
-    // per node for the network rows); the busbw figures are the rows' own.
-    static const BusRow bus[] = {
-        {"NB1", "nvlink-ring", 370, 450, "H100 8-GPU ring (maintainer: ~370 GB/s Ring)"},
-        {"NB1", "nvls", 480, 450, "H100 8-GPU all-reduce with NVLS"},
-        {"NB2", "nvls", 476, 450, "H100 node all-reduce (measured)"},
-        {"NB3", "nvls", 475, 450, "H200 node all-reduce"},
-        {"NB9", "nvlink-ring", 200, 300, "A100 SXM 8-GPU, 1 GB max"},
-        {"NB7", "nvlink-ring", 232.5, 300, "A100 SXM 8-GPU, 8 GB"},
-        {"NB14", "nvlink-ring", 124, 150, "V100 SXM2 4-GPU (Jean Zay)"},
-        {"NB4", "infiniband", 192, 200, "DGX A100, 8x HDR (Ring)"},
-        {"NB2", "infiniband", 47, 50, "NDR 400 per NIC (Ring, 2 nodes)"},
-        {"NB5", "infiniband", 24, 25, "HDR 200 per NIC with GPUDirect RDMA"},
-        {"NB6", "infiniband", 12.2, 12.5, "EDR 100, 1 NIC"},
-        {"NB6", "infiniband", 48, 50, "DGX-1, 4x EDR"},
-        {"NB8", "infiniband", 91, 100, "2x HGX A100, 4x 200G"},
-        {"NB15", "omnipath", 10.6, 50, "V100, 4 nodes, OPA 400 Gb/s per node"},
-        {"NB16", "omnipath", 6.9, 50, "V100, 16 nodes, OPA"},
-        {"NB17", "omnipath", 5.1, 50, "A100, 4 nodes, 4x OPA (pessimistic)"},
-    };
-    md << "## Collective bus-bandwidth efficiency (from `nccl_busbw.csv`)\n\n"
-       << "| row | class | busbw GB/s | line rate GB/s | efficiency | what |\n|---|---|---|---|---|---|\n";
-    std::map<std::string, std::vector<double>> cls;
-    for (const auto& b : bus) {
-      md << "| " << b.id << " | " << b.klass << " | " << b.busbw << " | " << b.line << " | " << f1(b.busbw / b.line, "%.2f")
-         << " | " << b.what << " |\n";
-      cls[b.klass].push_back(b.busbw / b.line);
-    }
-    md << "\nMedian per class (the model's `nvlink_eff`, `nvls_gain` = nvls/ring, `fabric_eff`):\n\n";
-    for (auto& [k, v] : cls) {
-      std::sort(v.begin(), v.end());
-      md << "- " << k << ": " << f1(v[v.size() / 2], "%.2f") << " (" << v.size() << " points)\n";
-    }
-    md << "\nRoCE, EFA, Slingshot and TCP have no point in the file: their efficiencies (0.88, 0.80, 0.80, 0.40) "
-          "are priors, not fits. NB13 (a misconfigured system) and NB10/NB11/NB12 (PCIe bridges, NV12 pairs, H800) "
-          "are not used.\n\n";
+  write_header(md, rep);
+  const HeldOut held = held_out_predictions(rep);  // the slow part: one refit per held-out slice
+  write_out_of_sample(md, rep, held);
+  write_ranking(md, rep, held);
+  write_bf16_h100(md, rep, held);
+  write_parameters(md, rep);
+  if (!args.busbw.empty()) write_busbw(md);
+  write_in_sample(md, rep);
+  write_every_row(md, rep, held);
+  if (!args.rows_csv.empty() && !write_rows_csv(args.rows_csv, rep, held)) {
+    std::fprintf(stderr, "accuracy_report: cannot write %s\n", args.rows_csv.c_str());
+    return 1;
   }
 
-  // --- per-row ---------------------------------------------------------------------------------------------------
-  std::map<std::string, Stats> per_source;
-  Stats overall;
-  std::vector<RowPrediction> preds;
-  md << "## Every row (shipped parameters)\n\n"
-     << "| row | source | measured | predicted | metric | iter s meas | iter s pred | error | fits (GiB) | layout (unknowns filled) |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|\n";
-  for (const auto& r : rows) {
-    const RowPrediction p = predict_row(r, params);
-    preds.push_back(p);
-    const double e = err(r, p.time_s);
-    per_source[r.source].add(std::fabs(e));
-    overall.add(std::fabs(e));
-    md << "| " << r.id << " | " << r.source.substr(0, 1) << " | " << f1(r.meas_value, "%.4g") << " | "
-       << f1(metric_from_time(r, p.time_s), "%.4g") << " | " << r.meas_what << " | " << f1(r.meas_time_s, "%.4g")
-       << " | " << f1(p.time_s, "%.4g") << " | " << f1(100 * e, "%+.1f") << " % | " << (p.fits ? "yes" : "NO") << " ("
-       << f1(p.mem_gib) << ") | " << layout_str(p.layout) << " |\n";
-  }
-
-  md << "\n## Error per source (shipped parameters, fitted on all sources)\n\n"
-     << "| source | rows | MAPE | median APE | max error |\n|---|---|---|---|---|\n";
-  for (const auto& src : sources) {
-    const Stats& st = per_source[src];
-    md << "| " << src << " | " << st.n << " | " << f1(100 * st.mape()) << " % | " << f1(100 * st.median()) << " % | "
-       << f1(100 * st.max) << " % |\n";
-  }
-  md << "| **all** | " << overall.n << " | **" << f1(100 * overall.mape()) << " %** | " << f1(100 * overall.median())
-     << " % | " << f1(100 * overall.max) << " % |\n\n";
-
-  // --- ranking per comparison group ---------------------------------------------------------------------------------
-  md << "## Ranking within comparison groups\n\n"
-     << "Same model and hardware, different configuration or scale. Compared on per-GPU throughput (tokens/s/GPU, "
-        "or time for the per-layer rows). *Best matches* says whether the configuration the model ranks first is "
-        "the one measured fastest; *pairs* is the fraction of row pairs ordered the same way (ties within 2 % in "
-        "the measurement are skipped).\n\n"
-     << "| group | rows | measured best | predicted best | best matches | pairs concordant |\n|---|---|---|---|---|---|\n";
-  std::map<std::string, std::vector<size_t>> groups;
-  for (size_t i = 0; i < rows.size(); ++i)
-    if (!rows[i].group.empty()) groups[rows[i].group].push_back(i);
-  int g_total = 0, g_match = 0, pairs = 0, conc = 0;
-  for (const auto& [g, idx] : groups) {
-    if (idx.size() < 2) continue;
-    auto thr = [&](size_t i, double t) {
-      const Row& r = rows[i];
-      if (r.per_layer) return 1 / t;
-      return r.s.training.global_batch * double(r.s.model.seq_len) / t / r.s.total_gpus();
-    };
-    size_t mb = idx[0], pb = idx[0];
-    for (size_t i : idx) {
-      if (thr(i, rows[i].meas_time_s) > thr(mb, rows[mb].meas_time_s)) mb = i;
-      if (thr(i, preds[i].time_s) > thr(pb, preds[pb].time_s)) pb = i;
-    }
-    int gp = 0, gc = 0;
-    for (size_t a = 0; a < idx.size(); ++a)
-      for (size_t b = a + 1; b < idx.size(); ++b) {
-        const double ma = thr(idx[a], rows[idx[a]].meas_time_s), mbv = thr(idx[b], rows[idx[b]].meas_time_s);
-        if (std::fabs(ma / mbv - 1) < 0.02) continue;
-        const double pa = thr(idx[a], preds[idx[a]].time_s), pbv = thr(idx[b], preds[idx[b]].time_s);
-        ++gp;
-        if ((ma > mbv) == (pa > pbv)) ++gc;
-      }
-    pairs += gp; conc += gc;
-    const bool match = mb == pb || std::fabs(thr(mb, rows[mb].meas_time_s) / thr(pb, rows[pb].meas_time_s) - 1) < 0.02;
-    ++g_total; g_match += match;
-    md << "| " << g << " | " << idx.size() << " | " << rows[mb].id << " | " << rows[pb].id << " | "
-       << (match ? "yes" : "**no**") << " | " << (gp ? std::to_string(gc) + "/" + std::to_string(gp) : "-") << " |\n";
-  }
-  md << "\nBest configuration identified in **" << g_match << " of " << g_total << "** groups (a measured tie within "
-     << "2 % counts as a match); **" << conc << " of " << pairs << "** pairs ordered correctly.\n\n";
-
-  // --- leave one source out --------------------------------------------------------------------------------------
-  md << "## Leave one source out\n\n"
-     << "For each source: refit the parameters on the other sources only (from the physical priors), then predict the "
-        "held-out source. This is the honest figure for runs the model was never fitted to. Parameters that only the "
-        "held-out source constrains (e.g. the H100/FP8 ones when NeMo is held out) stay at their priors.\n\n"
-     << "| held-out source | rows | MAPE | median APE | max error |\n|---|---|---|---|---|\n";
-  Stats loso_all;
-  for (const auto& src : sources) {
-    double l = 0;
-    const ModelParams p = fit(rows, priors, {src}, &l);
-    Stats st;
-    for (const auto& r : rows)
-      if (r.source == src) {
-        const double e = std::fabs(err(r, predict_row(r, p).time_s));
-        st.add(e);
-        loso_all.add(e);
-      }
-    md << "| " << src << " | " << st.n << " | " << f1(100 * st.mape()) << " % | " << f1(100 * st.median()) << " % | "
-       << f1(100 * st.max) << " % |\n";
-  }
-  md << "| **all (each row predicted without its source)** | " << loso_all.n << " | **" << f1(100 * loso_all.mape())
-     << " %** | " << f1(100 * loso_all.median()) << " % | " << f1(100 * loso_all.max) << " % |\n\n";
-
-  Stats prior_all;
-  for (const auto& r : rows) prior_all.add(std::fabs(err(r, predict_row(r, priors).time_s)));
-  md << "With the physical priors only (no fitting at all): MAPE " << f1(100 * prior_all.mape()) << " %, median "
-     << f1(100 * prior_all.median()) << " %, max " << f1(100 * prior_all.max) << " %.\n";
-
-  if (out.empty()) {
+  if (args.out.empty()) {
     std::cout << md.str();
   } else {
-    std::ofstream o(out);
+    std::ofstream o(args.out);
     if (!o) {
-      std::fprintf(stderr, "accuracy_report: cannot write %s\n", out.c_str());
+      std::fprintf(stderr, "accuracy_report: cannot write %s\n", args.out.c_str());
       return 1;
     }
     o << md.str();
   }
-  std::fprintf(stderr, "MAPE all %.1f %% (max %.1f %%); leave-one-source-out %.1f %%; groups %d/%d; pairs %d/%d\n",
-               100 * overall.mape(), 100 * overall.max, 100 * loso_all.mape(), g_match, g_total, conc, pairs);
-  for (const auto& src : sources)
-    std::fprintf(stderr, "  %-48s n=%3d MAPE %5.1f %% max %5.1f %%\n", src.c_str(), per_source[src].n,
-                 100 * per_source[src].mape(), 100 * per_source[src].max);
+  std::fputs(rep.summary.c_str(), stderr);
   return 0;
 }

@@ -2,6 +2,7 @@
 // Used by accuracy_report (docs/accuracy.md) and by the calibration test.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -16,6 +17,9 @@ using namespace paratune::advisor;
 struct Row {
   std::map<std::string, std::string> f;  // raw fields
   std::string id, source, group, use;
+  std::string gen;               // GPU generation (Ampere, Hopper, Blackwell, ...)
+  std::string stack;             // training stack as reported (Megatron-LM, NeMo / Megatron-Core, nanotron, ...)
+  bool rank_only = false;        // ranked within its group, not scored or fitted (shape unknown, pathological run)
   Scenario s;
   Framework fw = Framework::Megatron;
   Layout l;
@@ -27,7 +31,10 @@ struct Row {
   double flops_row = 0;          // FLOPs per iteration by the row's own formula (0 = time-only row)
 };
 
-std::vector<Row> load_rows(const std::string& csv_path, std::string* error);
+// Rows of one calibration CSV (the shared file or data/calibration/measurements_extra.csv); rows not used are
+// counted by reason in `skipped` (context-only, NVFP4, JAX stacks, nothing measured).
+std::vector<Row> load_rows(const std::string& csv_path, std::string* error,
+                           std::map<std::string, int>* skipped = nullptr);
 
 // Predicted iteration time (unknown knobs set to the fastest layout that fits, as the authors tuned them) and the
 // layout used.
@@ -44,10 +51,14 @@ RowPrediction predict_row(const Row& r, const ModelParams& p);
 struct FitSpec {
   std::vector<std::string> names;
   std::vector<double> prior, lo, hi;
+  std::vector<double> pull;  // weight of the pull towards the prior: 1 for a physical prior, less for an assumed one
 };
 FitSpec fit_spec();
 ModelParams apply_params(const ModelParams& base, const std::vector<double>& x);
 std::vector<double> extract(const ModelParams& p);
+// Fit on the rows `use_row` accepts (rank-only rows never count).
+ModelParams fit_where(const std::vector<Row>& rows, const ModelParams& start,
+                      const std::function<bool(const Row&)>& use_row, double* final_loss);
 ModelParams fit(const std::vector<Row>& rows, const ModelParams& start, const std::vector<std::string>& exclude_sources,
                 double* final_loss);
 

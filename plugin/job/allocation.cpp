@@ -39,6 +39,16 @@ std::vector<int> parse_index_list(const std::string& name, const std::string& te
   return out;
 }
 
+int het_job_components(const JobEnvironment& env) {
+  const auto v = env.get("SLURM_HET_SIZE");
+  if (!v) return 0;
+  try {
+    return to_int("SLURM_HET_SIZE", *v);
+  } catch (const std::invalid_argument&) {
+    return 1000;
+  }
+}
+
 Allocation allocation_from_env(const JobEnvironment& env, bool batch_step) {
   Allocation a;
   if (auto n = env.get("SLURM_NNODES")) a.nodes = std::max(1, to_int("SLURM_NNODES", *n));

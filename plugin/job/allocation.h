@@ -15,6 +15,8 @@ struct Allocation {
   std::string partition;          // SLURM_JOB_PARTITION
   std::string submit_dir;         // SLURM_SUBMIT_DIR
   std::string job_id;             // SLURM_JOB_ID
+  std::string first_node;         // the allocation's first node (torchrun's rendezvous host); set by the plugin from
+                                  // the node list Slurm set, expanded with libslurm's hostlist functions
 };
 
 // Only variables Slurm sets (and so overwrites or removes when a user exported them) for this kind of step are read:
@@ -23,6 +25,10 @@ struct Allocation {
 // (srun only warns that it conflicts) and SLURM_JOB_GPUS (kept when the step has no GPUs) reach the step as the
 // user set them (slurm.fault_spoof). Throws std::invalid_argument naming the variable when a value is malformed.
 Allocation allocation_from_env(const JobEnvironment& env, bool batch_step);
+
+// The number of components of a heterogeneous job (SLURM_HET_SIZE, which Slurm sets in every step of one);
+// 0 when the job is not heterogeneous. A malformed value counts as heterogeneous (1000): never plan on a guess.
+int het_job_components(const JobEnvironment& env);
 
 // "0,1,3" → {0,1,3}; ranges "0-3" are accepted too (Slurm writes them in some versions).
 std::vector<int> parse_index_list(const std::string& name, const std::string& text);

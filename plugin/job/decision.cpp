@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "paratune/advisor/framework_args.h"
+#include "paratune/advisor/framework_versions.h"
 #include "paratune/probe/probe.h"
 #include "plan_json.h"
 #include "scenario_builder.h"
@@ -15,6 +16,66 @@ std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
+}
+
+std::string layout_text(const advisor::Layout& l) {
+  return "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) + " dp=" + std::to_string(l.dp) +
+         " cp=" + std::to_string(l.cp);
+}
+
+// The job's place under the leaf switches, with the site's oversubscription above them, into the scenario.
+void apply_fabric(const DecisionInput& in, Decision& d) {
+  if (!in.fabric || static_cast<int>(in.fabric->node_order.size()) != d.scenario.cluster.nodes) return;
+  d.fabric = in.fabric;
+  advisor::Placement p = in.fabric->placement;
+  p.oversubscription = in.policy.facts.leaf_oversubscription.value_or(policies::kDefaultLeafOversubscription);
+  std::string leaves;
+  for (size_t i = 0; i < p.leaf_names.size(); ++i)
+    leaves += (i ? ", " : "") + p.leaf_names[i] + ": " + std::to_string(p.nodes_per_leaf[i]);
+  d.notes.push_back("placement: " + std::to_string(d.scenario.cluster.nodes) + " nodes under " +
+                    std::to_string(p.nodes_per_leaf.size()) + " leaf switch" + (p.nodes_per_leaf.size() > 1 ? "es" : "") +
+                    " (" + leaves + "), oversubscription " + fixed(p.oversubscription, 2) + " above the leaves (" +
+                    (in.policy.facts.leaf_oversubscription ? "site policy facts.leaf_oversubscription"
+                                                           : "default: non-blocking") +
+                    "); ranks follow the nodes leaf by leaf (PARATUNE_NODE_ORDER)");
+  d.scenario.cluster.placement = p;
+}
+
+// Whether the placement changed the plan: the same search without it, and a note saying what it would have been.
+void explain_placement(Decision& d, const advisor::SearchLimits& limits) {
+  const auto& p = *d.scenario.cluster.placement;
+  if (p.nodes_per_leaf.size() < 2 || p.oversubscription <= 1) return;
+  advisor::Scenario flat = d.scenario;
+  flat.cluster.placement.reset();
+  const auto without = advisor::advise(flat, limits);
+  const auto& a = d.plan.layout;
+  const auto& b = without.layout;
+  if (a.tp == b.tp && a.pp == b.pp && a.dp == b.dp && a.cp == b.cp && a.zero_stage == b.zero_stage) {
+    d.notes.push_back("placement: the plan is the one a single switch would get (" + layout_text(a) +
+                      "); its inter-node groups lose " +
+                      fixed(100 * (1 - d.plan.prediction.tokens_per_s / std::max(1e-9, without.prediction.tokens_per_s)), 1) +
+                      "% throughput to the leaf uplinks");
+    return;
+  }
+  d.notes.push_back("placement changed the plan: under one non-blocking switch it would be " + layout_text(b) +
+                    " (predicted " + fixed(without.prediction.tokens_per_s, 0) + " tokens/s there); across " +
+                    std::to_string(p.nodes_per_leaf.size()) + " leaf switches with " + fixed(p.oversubscription, 2) +
+                    ":1 oversubscription that layout's rings crossing the leaves are slowed, so " + layout_text(a) +
+                    " wins (predicted " + fixed(d.plan.prediction.tokens_per_s, 0) + " tokens/s)");
+}
+
+// torchrun's rendezvous host is the allocation's first node; the port is derived from the job id so that two
+// jobs sharing a first node do not collide (20000-39999, above the usual ephemeral-port floor of 32768 only in part).
+advisor::Launch launch_for(const Allocation& alloc) {
+  advisor::Launch l;
+  if (alloc.first_node.empty()) return l;
+  l.master_addr = alloc.first_node;
+  unsigned long id = 0;
+  for (char c : alloc.job_id)
+    if (c >= '0' && c <= '9') id = (id * 10 + unsigned(c - '0')) % 20000;
+  l.master_port = std::to_string(20000 + id);
+  l.job_id = alloc.job_id;
+  return l;
 }
 
 }  // namespace
@@ -37,15 +98,30 @@ Decision decide(const DecisionInput& in) {
   d.scenario = build_scenario(in.spec, in.config, in.alloc, in.topology, in.scenario_text, d.notes);
   // The site has the last word: its facts replace the probe's, its caps replace the user's constraints.
   d.policy_changes = policies::apply_to_scenario(in.policy, d.scenario);
+  resolve_nvlink_assumption(in.topology, in.policy.facts.nvlink_domain.has_value(), d.scenario.cluster, d.notes);
   advisor::validate(d.scenario);
   auto limits = policies::search_limits(in.policy);
   if (in.calibration) {
     limits.params = advisor::calibrated_params(*in.calibration, d.scenario);
-    if (advisor::find_entry(*in.calibration, d.scenario.cluster.gpu, d.scenario.cluster.fabric))
-      d.notes.push_back("model calibrated for " + d.scenario.cluster.gpu + " on " +
-                        advisor::to_string(d.scenario.cluster.fabric) + " from this site's history");
+    // The same lookup calibrated_params made: the stack's own entry first, then the framework-less one.
+    const auto& c = d.scenario.cluster;
+    if (const auto* e = advisor::find_entry(*in.calibration, c.gpu, c.fabric, d.scenario.training.framework)) {
+      d.calibrated = true;
+      d.notes.push_back("model calibrated for " + c.gpu + " on " + advisor::to_string(c.fabric) +
+                        (e->framework.empty() ? std::string(" (all frameworks)") : " with " + e->framework) +
+                        " from this site's history");
+    }
+    // Memory head-room the site's own OOM deaths and near-limit runs taught (calibration [[memory]]): on top of
+    // the policy's head-room, so a layout like the one that died no longer fits.
+    if (const double h = advisor::calibrated_headroom_gib(*in.calibration, d.scenario); h > 0) {
+      limits.memory_headroom_gib += h;
+      d.notes.push_back("memory head-room " + fixed(h, 1) + " GiB per GPU learned from this site's jobs");
+    }
   }
+  apply_fabric(in, d);
   d.plan = advisor::advise(d.scenario, limits);
+  d.launch = launch_for(in.alloc);
+  if (d.scenario.cluster.placement) explain_placement(d, limits);
   return d;
 }
 
@@ -85,50 +161,84 @@ std::vector<EnvAssignment> decision_env(const Decision& d, const std::string& pl
       {"PARATUNE_FINGERPRINT", d.fingerprint, "topology fingerprint of the node the decision was made on"},
   };
   env.push_back({"PARATUNE_FRAMEWORK", advisor::to_string(d.plan.framework), "the framework the plan is for"});
+  env.push_back({"PARATUNE_FRAMEWORK_VERSION", advisor::version_for(d.scenario, d.plan.framework).id,
+                 "the framework version the arguments are for"});
+  if (!d.launch.master_addr.empty()) {
+    env.push_back({"PARATUNE_MASTER_ADDR", d.launch.master_addr, "the allocation's first node: torchrun's rendezvous"});
+    env.push_back({"PARATUNE_MASTER_PORT", d.launch.master_port, "rendezvous port, derived from the job id"});
+  }
   if (!plan_path.empty()) {
     env.push_back({"PARATUNE_PLAN", plan_path, "the plan file (JSON)"});
     const auto dir = plan_path.substr(0, plan_path.find_last_of('/') + 1);
     env.push_back({"PARATUNE_ARGS", dir + primary_args_file(d), "ready-to-use arguments for the framework"});
   }
+  // The same arguments in the environment, for nodes that cannot see the plan directory (job_dir not shared):
+  // every step inherits the batch step's environment, wherever it runs.
+  if (auto text = primary_args_text(d); text.size() <= kMaxArgsTextBytes)
+    env.push_back({"PARATUNE_ARGS_TEXT", text, "the framework arguments (content of $PARATUNE_ARGS)"});
   if (!report_path.empty()) env.push_back({"PARATUNE_REPORT", report_path, "append throughput JSON lines here"});
+  if (d.fabric) {
+    std::string order;
+    for (const auto& n : d.fabric->node_order) order += (order.empty() ? "" : ",") + n;
+    if (order.size() <= kMaxArgsTextBytes)
+      env.push_back({"PARATUNE_NODE_ORDER", order, "the job's nodes in rank order, leaf switch by leaf switch"});
+  }
   if (d.mode == Mode::Apply)
     for (const auto& e : d.plan.env) env.push_back({e.name, e.value, e.reason});
   return env;
 }
 
+static nlohmann::json placement_json(const Decision& d) {
+  if (!d.fabric) return nullptr;
+  nlohmann::json leaf = nlohmann::json::object();
+  for (size_t i = 0; i < d.fabric->node_order.size(); ++i) leaf[d.fabric->node_order[i]] = d.fabric->leaf_of_node[i];
+  return {{"node_order", d.fabric->node_order},
+          {"leaf_switch", leaf},
+          {"oversubscription", d.scenario.cluster.placement ? d.scenario.cluster.placement->oversubscription : 1.0},
+          {"groups", parallel_groups(d.plan.layout, d.scenario.cluster.gpus_per_node, d.fabric->node_order)},
+          {"hostfile", "hostfile (one node per line, in rank order: node rank = line number - 1)"}};
+}
+
 nlohmann::json decision_json(const Decision& d) {
   nlohmann::json changes = nlohmann::json::array();
   for (const auto& c : d.policy_changes) changes.push_back({{"what", c.what}, {"reason", c.reason}});
+  const auto args = advisor::framework_args(d.scenario, d.plan, d.launch);
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : args.files) files.push_back(f.name);
   return {{"mode", to_string(d.mode)},
           {"fingerprint", d.fingerprint},
+          {"framework", {{"name", advisor::to_string(d.plan.framework)}, {"version", args.version},
+                         {"args_files", files}, {"torchrun", args.torchrun}, {"yours", args.notes}}},
           {"policy_changes", changes},
           {"scenario", to_json(d.scenario)},
           {"plan", to_json(d.plan)},
-          {"notes", d.notes}};
+          {"notes", d.notes},
+          {"placement", placement_json(d)}};
 }
 
 std::string primary_args_file(const Decision& d) {
-  switch (d.plan.framework) {
-    case advisor::Framework::Megatron: return "megatron.args";
-    case advisor::Framework::Nemo: return "nemo.args";
-    case advisor::Framework::DeepSpeed: return "deepspeed.json";
-    case advisor::Framework::Torchtitan: return "torchtitan.toml";
-    case advisor::Framework::Fsdp: return "fsdp.args";
-  }
-  return "megatron.args";
+  return advisor::framework_args(d.scenario, d.plan, d.launch).files.front().name;
+}
+
+std::string primary_args_text(const Decision& d) {
+  std::string text = advisor::framework_args(d.scenario, d.plan, d.launch).files.front().content;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
 }
 
 std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d) {
-  const auto args = advisor::framework_args(d.scenario, d.plan);
-  auto line = [](const std::string& s) { return s.empty() || s.back() == '\n' ? s : s + "\n"; };
+  const auto args = advisor::framework_args(d.scenario, d.plan, d.launch);
   // A file name or note with invalid UTF-8 (user input) must not stop the plan files: replace, never throw.
-  return {{"plan.json", decision_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"},
-          {"megatron.args", line(args.megatron)},
-          {"nemo.args", line(args.nemo)},
-          {"deepspeed.json", line(args.deepspeed_json)},
-          {"torchtitan.toml", line(args.torchtitan_toml)},
-          {"fsdp.args", line(args.fsdp)},
-          {"torchrun.args", line(args.torchrun)}};
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"plan.json", decision_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"}};
+  for (const auto& f : args.files) out.emplace_back(f.name, f.content);
+  out.emplace_back("torchrun.args", args.torchrun);
+  if (d.fabric) {  // several nodes under Slurm's leaf switches: one node per line, in rank order
+    std::string hostfile;
+    for (const auto& n : d.fabric->node_order) hostfile += n + "\n";
+    out.emplace_back("hostfile", hostfile);
+  }
+  return out;
 }
 
 }  // namespace paratune::job

@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "allocation.h"
+#include "fabric_placement.h"
 #include "job_env.h"
 #include "option_spec.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
+#include "paratune/advisor/framework_args.h"
 #include "paratune/probe/topology.h"
 #include "plugin_config.h"
 
@@ -27,6 +29,7 @@ struct DecisionInput {
   policies::EffectivePolicy policy;     // the site policy for the job's partition (default: none)
   Mode mode = Mode::Apply;              // as decided by policies::decide_mode
   std::optional<advisor::Calibration> calibration;  // the site's fitted efficiencies, when present
+  std::optional<FabricPlacement> fabric;  // the job's nodes under Slurm's leaf switches, when Slurm knows them
 };
 
 struct Decision {
@@ -36,6 +39,11 @@ struct Decision {
   std::string fingerprint;
   std::vector<std::string> notes;       // what was assumed or inferred on the way
   std::vector<policies::PolicyChange> policy_changes;  // every change the site policy made, with its reason
+  std::optional<FabricPlacement> fabric;  // as given; the node order is the plan's rank order
+  // The prediction used a site calibration entry for the job's (GPU, fabric, framework): at job end the achieved
+  // throughput is judged against it as it is (tuning::SuspectRule), not against a widened threshold.
+  bool calibrated = false;
+  advisor::Launch launch;               // torchrun's rendezvous: the allocation's first node, a port from the job id
 };
 
 // The mode for a job: the option, the plugstack defaults and the site policy (which has the last word).
@@ -61,11 +69,16 @@ EnvInjection policy_injection(const policies::EffectivePolicy& policy, const std
 // The plan file's content ($PARATUNE_PLAN).
 nlohmann::json decision_json(const Decision& d);
 
-// The files written beside the plan: plan.json and ready-to-use framework arguments
-// (megatron.args, nemo.args, deepspeed.json, torchtitan.toml, fsdp.args, torchrun.args). Name → content.
+// The files written beside the plan: plan.json, the arguments of the plan's framework in the form its version
+// reads (megatron.args, nemo.args, deepspeed.json [+ megatron-deepspeed.args], torchtitan.toml or
+// torchtitan.flags, fsdp.json) and torchrun.args. Name → content.
 std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d);
 
 // The file among decision_files() that holds the arguments of the plan's own framework.
 std::string primary_args_file(const Decision& d);
+
+// That file's content without its final newline ($PARATUNE_ARGS_TEXT), at most kMaxArgsTextBytes in the env.
+std::string primary_args_text(const Decision& d);
+inline constexpr size_t kMaxArgsTextBytes = 32u << 10;
 
 }  // namespace paratune::job

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "paratune/advisor/framework_versions.h"
 #include "paratune/advisor/scenario.h"
 
 namespace paratune::job {
@@ -14,8 +15,8 @@ namespace {
 constexpr size_t kMaxSpecLength = 4096;
 constexpr size_t kMaxTokens = 32;
 constexpr const char* kValidKeys =
-    "model, seq, gbs, mbs, framework, mode, precision, tp, pp, cp, zero, recompute, attention, fp8_recipe, compile, "
-    "tp_overlap";
+    "model, seq, gbs, mbs, framework, framework_version, mode, precision, tp, pp, cp, zero, recompute, attention, "
+    "fp8_recipe, compile, tp_overlap";
 
 std::string join_presets() {
   std::string out;
@@ -90,6 +91,7 @@ void apply_key(OptionSpec& spec, std::string_view token) {
   else if (key == "cp") spec.cp = parse_int(key, value, 1, 1024);
   else if (key == "zero") spec.zero = parse_int(key, value, 0, 3);
   else if (key == "framework") spec.framework = advisor::to_string(checked(token, value, advisor::framework_from_string));
+  else if (key == "framework_version") spec.framework_version = std::string(value.substr(0, 64));
   else if (key == "precision") spec.precision = advisor::to_string(checked(token, value, advisor::precision_from_string));
   else if (key == "recompute") spec.recompute = advisor::to_string(checked(token, value, advisor::recompute_from_string));
   else if (key == "attention") spec.attention = advisor::to_string(checked(token, value, advisor::attention_from_string));
@@ -135,13 +137,21 @@ OptionSpec parse_option_spec(std::string_view text) {
     }
     apply_key(spec, token);
   }
+  if (spec.framework_version) {  // checked against the framework given anywhere in the SPEC (default megatron)
+    const auto f = spec.framework ? advisor::framework_from_string(*spec.framework) : advisor::Framework::Megatron;
+    try {
+      advisor::resolve_version(f, *spec.framework_version);
+    } catch (const std::invalid_argument& e) {
+      throw SpecError("--paratune: 'framework_version=" + shown(*spec.framework_version) + "': " + e.what());
+    }
+  }
   return spec;
 }
 
 const char* option_usage() {
   return "Let paratune choose the parallel layout and NCCL settings. SPEC: empty (site default), a model preset "
-         "(e.g. llama3-70b), key=value,... (model, seq, gbs, mbs, framework, mode=apply|suggest|off, precision, "
-         "tp, pp, cp, zero, recompute, attention, fp8_recipe, compile=yes|no, tp_overlap=yes|no), or @FILE (a "
+         "(e.g. llama3-70b), key=value,... (model, seq, gbs, mbs, framework, framework_version, mode=apply|suggest|off, "
+         "precision, tp, pp, cp, zero, recompute, attention, fp8_recipe, compile=yes|no, tp_overlap=yes|no), or @FILE (a "
          "scenario TOML file).";
 }
 

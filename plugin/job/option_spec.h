@@ -3,7 +3,7 @@
 //   --paratune                      the site/default scenario
 //   --paratune=PRESET               a model preset from the catalog, e.g. llama3-70b
 //   --paratune=key=value,...        keys: model seq gbs mbs framework mode precision tp pp cp zero recompute
-//                                   attention fp8_recipe compile tp_overlap
+//                                   attention fp8_recipe compile tp_overlap framework_version
 //   --paratune=PRESET,key=value...  a preset refined by keys
 //   --paratune=@FILE                a scenario TOML file
 #pragma once
@@ -32,7 +32,7 @@ struct OptionSpec {
   std::string scenario_file;               // @FILE
   std::optional<std::string> model;        // preset key
   std::optional<int> seq, gbs, mbs, tp, pp, cp, zero;
-  std::optional<std::string> framework, precision, recompute, attention, fp8_recipe;
+  std::optional<std::string> framework, framework_version, precision, recompute, attention, fp8_recipe;
   std::optional<bool> compile, tp_overlap;
   std::optional<Mode> mode;
 };

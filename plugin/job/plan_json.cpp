@@ -15,6 +15,10 @@ json to_json(const advisor::Scenario& s) {
     nics.push_back({{"name", n.name}, {"port", n.port}, {"gbps", n.gbps}, {"active", n.active}, {"gpu_path", n.gpu_path}});
   j["cluster"]["nics"] = nics;
   j["cluster"]["cloud"] = s.cluster.cloud ? json(*s.cluster.cloud) : json(nullptr);
+  if (s.cluster.placement)
+    j["cluster"]["placement"] = {{"nodes_per_leaf", s.cluster.placement->nodes_per_leaf},
+                                 {"leaf_switches", s.cluster.placement->leaf_names},
+                                 {"oversubscription", s.cluster.placement->oversubscription}};
   return j;
 }
 

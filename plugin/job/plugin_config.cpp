@@ -4,7 +4,7 @@ namespace paratune::job {
 
 namespace {
 
-constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms, decide_timeout_ms";
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, metrics_file, job_dir, default_mode, default_model, on_by_default, probe_timeout_ms, decide_timeout_ms";
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
@@ -31,9 +31,36 @@ std::string absolute_path(const std::string& key, const std::string& v) {
   return v;
 }
 
+bool usable_host(const std::string& h) {
+  return !h.empty() && h != "." && h != ".." && h.find('/') == std::string::npos && h.size() <= 255;
+}
+
 }  // namespace
 
-PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
+std::string expand_host_pattern(const std::string& arg, const std::string& pattern, const std::string& short_host) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%') {
+      out += pattern[i];
+      continue;
+    }
+    const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+    if (next == '%') {
+      out += '%';
+    } else if (next == 'h') {
+      if (!usable_host(short_host))
+        throw ConfigError("plugstack argument '" + arg + "': %h needs this node's host name, and it is '" +
+                          short_host + "'");
+      out += short_host;
+    } else {
+      throw ConfigError("plugstack argument '" + arg + "': unknown %-sequence (valid: %h host name, %% percent)");
+    }
+    ++i;
+  }
+  return out;
+}
+
+PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std::string& short_host) {
   PluginConfig c;
   for (const auto& arg : args) {
     const size_t eq = arg.find('=');
@@ -41,7 +68,7 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
       throw ConfigError("plugstack argument '" + arg + "': expected key=value; valid keys: " + kValidKeys);
     const std::string key = arg.substr(0, eq), value = arg.substr(eq + 1);
     if (key == "topology") {
-      c.topology = value.rfind("builtin:", 0) == 0 ? value : absolute_path(key, value);
+      c.topology = value.rfind("builtin:", 0) == 0 ? value : absolute_path(key, expand_host_pattern(arg, value, short_host));
     } else if (key == "policy") {
       c.policy = absolute_path(key, value);
       c.policy_explicit = true;
@@ -49,8 +76,15 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args) {
       c.log_dir = absolute_path(key, value);
     } else if (key == "calibration") {
       c.calibration = absolute_path(key, value);
+    } else if (key == "metrics_file") {
+      c.metrics_file = absolute_path(key, value);
+      // node_exporter's textfile collector reads only *.prom files: anything else would never be seen.
+      if (c.metrics_file.size() < 6 || c.metrics_file.compare(c.metrics_file.size() - 5, 5, ".prom") != 0 ||
+          c.metrics_file.back() == '/' || c.metrics_file.find("/.") != std::string::npos)
+        throw ConfigError("plugstack argument '" + arg + "': metrics_file must name a FILE.prom (node_exporter's "
+                          "textfile collector reads only *.prom)");
     } else if (key == "cache") {
-      c.cache = absolute_path(key, value);
+      c.cache = absolute_path(key, expand_host_pattern(arg, value, short_host));
     } else if (key == "job_dir") {
       c.job_dir = absolute_path(key, value);
     } else if (key == "default_mode") {

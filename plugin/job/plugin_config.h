@@ -20,6 +20,7 @@ struct PluginConfig {
   std::string log_dir = "/var/log/paratune";     // log_dir=DIR: tuning log and per-job logs (root-owned)
   std::string cache = "/run/paratune/topology.json";  // cache=FILE: the node's probe cache (root-owned)
   std::string calibration = "/etc/paratune/calibration.toml";  // calibration=FILE: `paratune calibrate` output
+  std::string metrics_file;                      // metrics_file=FILE.prom: node_exporter textfile ("" = none)
   std::string job_dir;                           // job_dir=DIR: where plan files go ("" = the submit dir)
   Mode default_mode = Mode::Apply;               // default_mode=apply|suggest
   std::string default_model = "llama3-8b";       // default_model=PRESET: what bare --paratune means
@@ -29,6 +30,12 @@ struct PluginConfig {
 };
 
 // Parse plugstack.conf arguments ("key=value" each). Throws ConfigError naming the argument and the valid keys.
-PluginConfig parse_plugin_config(const std::vector<std::string>& args);
+// In topology= and cache= paths, %h stands for this node's short host name (`short_host`) and %% for a percent
+// sign: one plugstack line for a site whose nodes differ (topology=/etc/paratune/nodes/%h.xml). A pattern with %h
+// but no usable host name (empty, "." or "..", or with a '/') is an error.
+PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std::string& short_host = "");
+
+// The expansion itself (exposed for tests): throws ConfigError naming `arg` for an unknown %-sequence.
+std::string expand_host_pattern(const std::string& arg, const std::string& pattern, const std::string& short_host);
 
 }  // namespace paratune::job

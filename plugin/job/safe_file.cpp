@@ -17,6 +17,9 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw std::system_error(errno, std::generic_category(), what); }
 
+// Read what is left of an open regular file, up to `limit` bytes (defined below).
+std::string read_fd_bounded(int fd, const std::string& path, size_t limit, bool* truncated);
+
 // Permission bits as an admin types them: "0755", "1777".
 std::string octal_mode(mode_t mode) {
   char buf[8];
@@ -92,11 +95,12 @@ UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner) {
   return fd;
 }
 
-void write_file_atomic(int dirfd, const std::string& name, const std::string& content, mode_t mode) {
+void write_file_atomic(int dirfd, const std::string& name, const std::string& content, mode_t mode, bool exact_mode) {
   const std::string tmp = "." + name + ".tmp." + std::to_string(::getpid());
   UniqueFd fd(::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) fail("create " + tmp);
   try {
+    if (exact_mode && ::fchmod(fd.get(), mode) != 0) fail("chmod " + tmp);
     write_all(fd.get(), content, "write " + tmp);
     if (::fsync(fd.get()) != 0) fail("fsync " + tmp);
   } catch (...) {
@@ -126,22 +130,8 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
   // Concurrent jobs append to the same log: lock, but never wait without bound inside slurmstepd. The lock is a
   // separate file that only its owner can open (mode 0600): a log the policy makes readable (0644) could otherwise
   // be flock'ed by any user, stalling every job's end by the whole wait.
-  const std::string lock_name = "." + name + ".lock";
-  UniqueFd lock(::openat(dirfd, lock_name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  struct stat lock_st {};
-  if (!lock || ::fstat(lock.get(), &lock_st) != 0 || !S_ISREG(lock_st.st_mode)) fail("open the lock " + lock_name);
-  require_own_single_link(lock_name, lock_st);
-  if ((lock_st.st_mode & 077) != 0 && ::fchmod(lock.get(), 0600) != 0) fail("chmod " + lock_name);
-  bool locked = false;
-  for (int attempt = 0; attempt < 200 && !locked; ++attempt) {
-    if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) {
-      locked = true;
-      break;
-    }
-    if (errno != EWOULDBLOCK && errno != EINTR) break;
-    struct timespec ts{0, 10 * 1000 * 1000};
-    ::nanosleep(&ts, nullptr);
-  }
+  UniqueFd lock = lock_in_directory(dirfd, "." + name + ".lock", 200);
+  const bool locked = bool(lock);
   // O_APPEND + one write keeps lines whole even if the lock could not be had in 2 s.
   std::string data = line;
   if (data.empty() || data.back() != '\n') data.push_back('\n');
@@ -155,14 +145,50 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
     // A full disk took part of the line: cut it off again, so that every line of the log stays whole JSON.
     const int saved = ENOSPC;
     if (know_size && ::ftruncate(fd.get(), before.st_size) == 0) {
-      if (locked) ::flock(lock.get(), LOCK_UN);
       errno = saved;
       fail("append to " + name + " (partial line removed)");
     }
     throw std::runtime_error(name + ": short write (disk full?)");
   }
   if (n < 0) fail("append to " + name);
-  if (locked) ::flock(lock.get(), LOCK_UN);
+}  // closing `lock` releases the flock
+
+UniqueFd lock_in_directory(int dirfd, const std::string& lock_name, int attempts) {
+  // Read-write, not read-only: an NFS client emulates flock() as a whole-file fcntl() lock, and an exclusive one
+  // needs a descriptor open for writing (flock(2), NOTES); read-only, LOCK_EX fails there with EBADF.
+  UniqueFd lock(::openat(dirfd, lock_name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  struct stat lock_st {};
+  if (!lock || ::fstat(lock.get(), &lock_st) != 0 || !S_ISREG(lock_st.st_mode)) fail("open the lock " + lock_name);
+  require_own_single_link(lock_name, lock_st);
+  if ((lock_st.st_mode & 077) != 0 && ::fchmod(lock.get(), 0600) != 0) fail("chmod " + lock_name);
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0) return lock;
+    if (errno != EWOULDBLOCK && errno != EINTR) break;
+    struct timespec ts{0, 10 * 1000 * 1000};
+    ::nanosleep(&ts, nullptr);
+  }
+  return UniqueFd();
+}
+
+std::string read_owned_file_at(int dirfd, const std::string& name, size_t limit, bool* missing) {
+  *missing = false;
+  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) {
+    if (errno == ENOENT) {
+      *missing = true;
+      return {};
+    }
+    fail("open " + name);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail("stat " + name);
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error(name + ": not a regular file");
+  require_own_single_link(name, st);
+  if (st.st_uid != ::geteuid()) throw std::runtime_error(name + ": not owned by this process's user; refused");
+  bool truncated = false;
+  std::string out = read_fd_bounded(fd.get(), name, limit, &truncated);
+  if (truncated) throw std::runtime_error(name + ": larger than " + std::to_string(limit) + " bytes");
+  return out;
 }
 
 namespace {

@@ -37,8 +37,20 @@ void write_all(int fd, const std::string& data, const std::string& what);
 // Returns an O_DIRECTORY descriptor opened without following symlinks.
 UniqueFd ensure_directory(const std::string& path, mode_t mode, uid_t owner);
 
-// Write `content` to dirfd/name atomically (temporary file + rename), never following a symlink.
-void write_file_atomic(int dirfd, const std::string& name, const std::string& content, mode_t mode);
+// Write `content` to dirfd/name atomically (temporary file + rename), never following a symlink. With
+// `exact_mode` the file gets exactly `mode` (fchmod on the descriptor, whatever the umask): root-side files that
+// another daemon must read (the metrics textfile, 0644, for node_exporter).
+void write_file_atomic(int dirfd, const std::string& name, const std::string& content, mode_t mode,
+                       bool exact_mode = false);
+
+// An exclusive flock on dirfd/lock_name (created 0600, a regular file with one link, root's when running as
+// root), tried `attempts` times 10 ms apart: the locked descriptor (unlocked when closed), or an empty one when
+// another process held it throughout. Throws when the lock file itself is wrong.
+UniqueFd lock_in_directory(int dirfd, const std::string& lock_name, int attempts);
+
+// Read dirfd/name (at most `limit` bytes; larger is an error) when it is a regular file with one link owned by
+// this process's user; `missing` (and "") when it does not exist.
+std::string read_owned_file_at(int dirfd, const std::string& name, size_t limit, bool* missing);
 
 // Append one line to dirfd/name with a single write() under an flock (bounded wait); creates it with `mode`, and
 // sets `mode` (and `group`, when >= 0) on the descriptor it opened — never by name, which could be swapped.

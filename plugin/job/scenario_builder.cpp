@@ -68,6 +68,10 @@ advisor::ClusterSpec cluster_from_topology(const probe::Topology& topo, const Al
     c.nvlink_domain = std::max(c.nvlink_domain, n);
   }
   if (topo.nvlink_gbps_per_gpu) c.nvlink_gbps = *topo.nvlink_gbps_per_gpu;
+  if (topo.nvlink_domain_span > c.gpus_per_node)
+    notes.push_back("NVLink spans " + std::to_string(topo.nvlink_domain_span) + " GPUs across nodes (" + c.gpu +
+                    "); planned with this node's " + std::to_string(c.nvlink_domain) +
+                    " (whether the job's nodes share one NVLink domain is not known here)");
 
   // Compute NICs: active (or of unknown state, as in XML dumps) and not storage/management.
   double min_rate = 0;
@@ -132,6 +136,7 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   s.cluster = cluster_from_topology(topo, alloc, notes);
   if (spec.seq) s.model.seq_len = *spec.seq;
   if (spec.framework) s.training.framework = advisor::framework_from_string(*spec.framework);
+  if (spec.framework_version) s.training.framework_version = *spec.framework_version;
   if (spec.precision) {
     s.training.precision = advisor::precision_from_string(*spec.precision);
   } else if (s.training.precision == advisor::Precision::Bf16 && advisor::is_gpu_key(s.cluster.gpu) &&
@@ -157,8 +162,33 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.mbs) s.parallel.micro_batch = *spec.mbs;
   if (spec.zero) s.parallel.zero_stage = *spec.zero;
   if (spec.recompute) s.parallel.recompute = advisor::recompute_from_string(*spec.recompute);
-  advisor::validate(s);
+  // A GPU the probe could not name (an NCCL file without device ids) is validated after the site policy, whose
+  // facts.gpu may name it (decide()).
+  if (advisor::is_gpu_key(s.cluster.gpu)) advisor::validate(s);
   return s;
+}
+
+void resolve_nvlink_assumption(const probe::Topology& topo, bool policy_sets_domain, advisor::ClusterSpec& c,
+                               std::vector<std::string>& notes) {
+  if (!topo.nvlink_unknown || policy_sets_domain) return;
+  if (!advisor::is_gpu_key(c.gpu)) {
+    notes.push_back("NVLink domain unknown (GPU model " + c.gpu +
+                    "): planned as PCIe-only; the site policy's facts.gpu or facts.nvlink_domain would settle it");
+    return;
+  }
+  // The catalog's view of the model (the policy's facts.gpu is a catalog key): NVSwitch parts link all the
+  // node's GPUs, as do AMD's OAM parts through Infinity Fabric; anything else is planned as PCIe-only.
+  const advisor::GpuSpec& g = advisor::gpu_spec(c.gpu);
+  const bool xgmi = g.nvlink_gbps > 0 && (g.key == "mi250x" || g.key == "mi300x");
+  if (g.nvswitch || xgmi) {
+    c.nvlink_domain = c.gpus_per_node;
+    notes.push_back("NVLink domain: the topology source does not say; assumed from the GPU model " + c.gpu + " (" +
+                    (g.nvswitch ? "NVSwitch" : "xGMI") + "): all " + std::to_string(c.gpus_per_node) +
+                    " GPUs of the node");
+  } else {
+    notes.push_back("NVLink domain: the topology source does not say; " + c.gpu +
+                    " has no NVSwitch in the catalog: planned as PCIe-only");
+  }
 }
 
 }  // namespace paratune::job

@@ -23,6 +23,12 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
                                  const probe::Topology& topo, const std::string& scenario_text,
                                  std::vector<std::string>& notes);
 
+// When the probe could not tell the NVLink domain (topology.nvlink_unknown) and the site policy does not fix it
+// (facts.nvlink_domain): the domain from the GPU model the scenario has now (after the policy's facts.gpu), and a
+// note saying what was assumed.
+void resolve_nvlink_assumption(const probe::Topology& topo, bool policy_sets_domain, advisor::ClusterSpec& c,
+                               std::vector<std::string>& notes);
+
 // The default global batch when the user gave none: about 4 Mi tokens, at least one sequence per GPU.
 int default_global_batch(int seq_len, int total_gpus);
 

@@ -33,7 +33,7 @@ json decision_record(const Decision& d) {
           {"plan", to_json(d.plan.layout)},
           {"predicted", {{"step_time_s", p.step_time_s}, {"tokens_per_s", p.tokens_per_s},
                          {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu}, {"mfu", p.mfu},
-                         {"memory_gib_per_gpu", p.memory_gib_per_gpu}}},
+                         {"memory_gib_per_gpu", p.memory_gib_per_gpu}, {"calibrated", d.calibrated}}},
           {"policy_changes", changes},
           {"notes", notes}};
 }

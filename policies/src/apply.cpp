@@ -76,6 +76,7 @@ void overlay(EffectivePolicy& p, const PolicyLayer& L) {
   take_opt(L.facts.fabric, f.fabric, o, "facts.fabric", s);
   take_opt(L.facts.nccl_topo_file, f.nccl_topo_file, o, "facts.nccl_topo_file", s);
   take_opt(L.facts.nvls, f.nvls, o, "facts.nvls", s);
+  take_opt(L.facts.leaf_oversubscription, f.leaf_oversubscription, o, "facts.leaf_oversubscription", s);
 
   EnvRules& e = p.env;
   for (const auto& [name, value] : L.force) {
@@ -420,6 +421,7 @@ std::string summary(const EffectivePolicy& p) {
   if (f.fabric) facts.push_back(std::string("fabric ") + advisor::to_string(*f.fabric));
   if (f.nccl_topo_file) facts.push_back("nccl_topo_file " + *f.nccl_topo_file);
   if (f.nvls) facts.push_back(std::string("nvls ") + (*f.nvls ? "true" : "false"));
+  if (f.leaf_oversubscription) facts.push_back("leaf_oversubscription " + fmt_number(*f.leaf_oversubscription));
   line("facts: " + (facts.empty() ? std::string("none (the probe decides)") : join(facts)));
   const EnvRules& e = p.env;
   std::vector<std::string> env;

@@ -53,7 +53,7 @@ constexpr const char* kEnvKeys = "force, default, forbid, allow_override, applie
 constexpr const char* kLimitKeys =
     "max_tp, max_pp, max_cp, zero_stages, recompute, frameworks, min_micro_batch, max_micro_batch, "
     "memory_headroom_gib";
-constexpr const char* kFactKeys = "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls";
+constexpr const char* kFactKeys = "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription";
 constexpr const char* kLogKeys = "tuning_log, mode, group";
 constexpr const char* kModes = "apply, suggest, off";
 constexpr const char* kFrameworks = "megatron, deepspeed, fsdp, torchtitan, nemo";
@@ -628,6 +628,8 @@ class Parser {
         }
       } else if (key == "nvls") {
         set = assign(f.nvls, get_bool(v, p));
+      } else if (key == "leaf_oversubscription") {
+        set = assign(f.leaf_oversubscription, get_number(v, p, 1, 64, false, "a ratio 1 ... 64 (1 = non-blocking, 2 = 2:1)"));
       } else {
         unknown(k, p, kFactKeys);
       }

@@ -50,6 +50,11 @@ const std::vector<GpuModelInfo>& gpu_model_table() {
       {0x10de, 0x2324, "h800-sxm5-80gb", 80, 200, GpuModelInfo::Switch},  // 8 x NVLink4
       {0x10de, 0x2335, "h200-sxm-141gb", 141, 450, GpuModelInfo::Switch},
       {0x10de, 0x2901, "b200-sxm-180gb", 180, 900, GpuModelInfo::Switch},
+      // Blackwell Ultra and Grace-Blackwell (NVLink 5, 18 links x 50 GB/s). The GB200/GB300 superchips' NVLink
+      // spans the NVL72 rack through its NVLink switch trays: 72 GPUs in one domain, 4 per compute tray.
+      {0x10de, 0x3182, "b300-sxm-288gb", 288, 900, GpuModelInfo::Switch},
+      {0x10de, 0x2941, "gb200-186gb", 186, 900, GpuModelInfo::Switch, 72},
+      {0x10de, 0x31c2, "gb300-288gb", 288, 900, GpuModelInfo::Switch, 72},
       // NVIDIA PCIe parts (no NVLink domain assumed; bridges are not visible on PCI)
       {0x10de, 0x15f8, "p100-pcie-16gb", 16, 0, GpuModelInfo::None},
       {0x10de, 0x15f7, "p100-pcie-12gb", 12, 0, GpuModelInfo::None},
@@ -68,12 +73,14 @@ const std::vector<GpuModelInfo>& gpu_model_table() {
       {0x10de, 0x27b8, "l4-24gb", 24, 0, GpuModelInfo::None},
       {0x10de, 0x1094, "m2075-6gb", 6, 0, GpuModelInfo::None},
       {0x10de, 0x06d2, "m2070-6gb", 6, 0, GpuModelInfo::None},
-      // AMD Instinct (XGMI is not described by PCI; no domain inferred)
+      // AMD Instinct. PCIe cards (MI50, MI100): bridges are not visible on PCI, no domain. OAM parts (MI250X,
+      // MI300X, MI300A): Infinity Fabric (xGMI) links between all GPUs of the node; bandwidth from the catalog.
       {0x1002, 0x66a1, "mi50-32gb", 32, 0, GpuModelInfo::None},
       {0x1002, 0x738c, "mi100-32gb", 32, 0, GpuModelInfo::None},
-      {0x1002, 0x7408, "mi250x-128gb", 128, 0, GpuModelInfo::None},
-      {0x1002, 0x740c, "mi250x-128gb", 128, 0, GpuModelInfo::None},
-      {0x1002, 0x74a1, "mi300x-192gb", 192, 0, GpuModelInfo::None},
+      {0x1002, 0x7408, "mi250x-128gb", 128, 0, GpuModelInfo::Xgmi},
+      {0x1002, 0x740c, "mi250x-128gb", 128, 0, GpuModelInfo::Xgmi},
+      {0x1002, 0x74a1, "mi300x-192gb", 192, 0, GpuModelInfo::Xgmi},
+      {0x1002, 0x74a0, "mi300a-128gb", 128, 0, GpuModelInfo::Xgmi},
   };
   return table;
 }
@@ -81,6 +88,12 @@ const std::vector<GpuModelInfo>& gpu_model_table() {
 const GpuModelInfo* find_gpu_model(uint16_t vendor_id, uint16_t device_id) {
   for (const auto& m : gpu_model_table())
     if (m.vendor_id == vendor_id && m.device_id == device_id) return &m;
+  return nullptr;
+}
+
+const GpuModelInfo* find_gpu_model_by_key(const std::string& key) {
+  for (const auto& m : gpu_model_table())
+    if (key == m.key) return &m;
   return nullptr;
 }
 
@@ -133,38 +146,55 @@ std::optional<std::string> detect_cloud(const std::string& sys_vendor, const std
   return std::nullopt;
 }
 
+// One model's contribution: the domain key of a GPU (GPUs with the same key share a domain), or "" for alone.
+std::string domain_key(const GpuModelInfo* m, const Gpu& g) {
+  if (!m || m->fabric == GpuModelInfo::None) return "";
+  if (m->fabric == GpuModelInfo::Mesh) return g.model + "/numa" + std::to_string(g.numa);
+  return g.model;
+}
+
 void infer_nvlink_from_model(Topology& t) {
   if (!t.nvlink_domains.empty() || t.gpus.empty()) return;
-  // Group by model; Switch parts: one domain per model; Mesh parts: one domain per NUMA node (POWER/DGX-1
-  // style meshes only reach all peers inside a socket reliably); None: every GPU alone.
-  std::map<std::pair<std::string, int>, std::vector<int>> groups;
-  bool any_nvlink = false;
+  // Switch and Xgmi parts: one domain per model; Mesh parts: one per NUMA node (POWER/DGX-1 style meshes only reach
+  // all peers inside a socket reliably); None and unknown models: every GPU alone.
+  std::map<std::string, std::vector<int>> groups;
+  std::vector<std::string> unknown_models;
+  bool any_link = false;
   std::optional<double> gbps;
+  int span = 0;
   for (const auto& g : t.gpus) {
     const auto* m = find_gpu_model(g.vendor_id, g.device_id);
-    if (m && m->fabric == GpuModelInfo::Switch) {
-      groups[{g.model, -2}].push_back(g.index);
-      any_nvlink = true;
-      gbps = gbps ? std::min(*gbps, m->nvlink_gbps) : m->nvlink_gbps;
-    } else if (m && m->fabric == GpuModelInfo::Mesh) {
-      groups[{g.model, g.numa}].push_back(g.index);
-      any_nvlink = true;
-      gbps = gbps ? std::min(*gbps, m->nvlink_gbps) : m->nvlink_gbps;
-    } else {
-      groups[{"#" + std::to_string(g.index), -3}].push_back(g.index);
-    }
+    if (!m && std::find(unknown_models.begin(), unknown_models.end(), g.model) == unknown_models.end())
+      unknown_models.push_back(g.model);
+    const std::string key = domain_key(m, g);
+    groups[key.empty() ? "#" + std::to_string(g.index) : key].push_back(g.index);
+    if (key.empty()) continue;
+    any_link = true;
+    if (m->nvlink_gbps > 0) gbps = gbps ? std::min(*gbps, m->nvlink_gbps) : m->nvlink_gbps;
+    span = std::max(span, m->domain_span);
   }
-  for (auto& [k, v] : groups) {
-    std::sort(v.begin(), v.end());
-    t.nvlink_domains.push_back(v);
-  }
+  for (auto& [k, v] : groups) t.nvlink_domains.push_back(v);
   std::sort(t.nvlink_domains.begin(), t.nvlink_domains.end());
-  if (any_nvlink) {
+  if (gbps) {
     t.nvlink_gbps_per_gpu = gbps;
-    t.inferred.push_back("nvlink_domains: from GPU model");
     t.inferred.push_back("nvlink_gbps_per_gpu: from GPU model");
+  }
+  if (!unknown_models.empty()) {
+    std::string list;
+    for (const auto& m : unknown_models) list += (list.empty() ? "" : ", ") + m;
+    t.nvlink_unknown = true;
+    t.inferred.push_back("nvlink_domains: unknown (GPU model " + list +
+                         " not known and the source does not say; the policy's facts.gpu or facts.nvlink_domain "
+                         "decides)");
+  } else if (any_link) {
+    t.inferred.push_back("nvlink_domains: from GPU model");
   } else {
     t.inferred.push_back("nvlink_domains: none (PCIe GPU models)");
+  }
+  if (span > 0) {
+    t.nvlink_domain_span = span;
+    t.inferred.push_back("nvlink_domain_span: " + std::to_string(span) +
+                         " GPUs (from GPU model: NVLink spans the rack, beyond this node)");
   }
 }
 
@@ -223,6 +253,8 @@ std::string compute_fingerprint(const Topology& t) {
     std::snprintf(buf, sizeof buf, "%.3f", *t.nvlink_gbps_per_gpu);
     s += std::string(";nvlbw=") + buf;
   }
+  if (t.nvlink_unknown) s += ";nvlu";
+  if (t.nvlink_domain_span > 0) s += ";nvlspan=" + std::to_string(t.nvlink_domain_span);
   s += ";nics=" + std::to_string(t.nics.size());
   for (const auto& n : t.nics) {
     char buf[64];

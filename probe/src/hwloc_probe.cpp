@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -278,9 +279,33 @@ void check_xml_in_child(const HwlocSource& src) {
                      std::to_string(HWLOC_API_VERSION >> 16) + ".x reads)");
 }
 
-}  // namespace
+// --- the steps of load_hwloc ---------------------------------------------------------------------------
 
-Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
+// hwloc's minimalistic XML parser (used when Debian's libhwloc-plugins, with the libxml2 backend, is absent)
+// cannot read comments, and real files carry their licence as one (the NIXL B200 dump: an SPDX block). Comments
+// in the prolog, before the root <topology> element, are removed with the white space after them (that parser
+// also fails on the blank lines they would leave); everything from the root on is left as it is.
+std::string without_prolog_comments(const std::string& text) {
+  const size_t root = text.find("<topology");
+  if (root == std::string::npos || text.find("<!--") >= root) return text;
+  std::string out;
+  size_t i = 0;
+  while (i < root) {
+    const size_t open = text.find("<!--", i);
+    if (open == std::string::npos || open >= root) break;
+    const size_t close = text.find("-->", open + 4);
+    if (close == std::string::npos || close >= root) break;  // malformed: leave it for hwloc to refuse
+    out.append(text, i, open - i);
+    i = close + 3;
+    // The minimalistic parser also wants the prolog's lines as hwloc writes them: no blank line left behind.
+    while (i < root && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  }
+  out.append(text, i, std::string::npos);
+  return out;
+}
+
+// Init, configure, (for untrusted XML) check in a child, load. The returned holder owns the topology.
+TopologyPtr load_topology(const HwlocSource& src, Topology& t) {
   if (src.kind == HwlocSource::XmlText && src.text_or_dir.size() > 512u << 20)
     throw ProbeError(src.origin + ": file too large for an hwloc XML");
   hwloc_topology_t raw = nullptr;
@@ -288,15 +313,15 @@ Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
   TopologyPtr holder(raw);
   hwloc_topology_t topo = holder.get();
   configure(topo);
+  HwlocSource xml = src;
+  if (src.kind == HwlocSource::XmlText) xml.text_or_dir = without_prolog_comments(src.text_or_dir);
   // After init: hwloc's components (dlopen'ed plugins) are loaded while a topology exists, so the child inherits
   // them instead of calling dlopen after fork.
-  if (src.kind == HwlocSource::XmlText && !src.trusted) check_xml_in_child(src);
-
-  Topology t;
+  if (xml.kind == HwlocSource::XmlText && !xml.trusted) check_xml_in_child(xml);
   int rc = 0;
-  if (src.kind == HwlocSource::XmlText) {
+  if (xml.kind == HwlocSource::XmlText) {
     t.source = "hwloc-xml";
-    if (hwloc_topology_set_xmlbuffer(topo, src.text_or_dir.c_str(), static_cast<int>(src.text_or_dir.size() + 1)) != 0)
+    if (hwloc_topology_set_xmlbuffer(topo, xml.text_or_dir.c_str(), static_cast<int>(xml.text_or_dir.size() + 1)) != 0)
       throw ProbeError(src.origin + ": hwloc cannot use this XML");
     rc = hwloc_topology_load(topo);
   } else if (src.kind == HwlocSource::Fsroot) {
@@ -313,12 +338,15 @@ Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
                        std::to_string(HWLOC_API_VERSION >> 16) + ".x reads)");
     throw ProbeError(src.origin + ": hwloc_topology_load failed: " + std::strerror(errno));
   }
+  return holder;
+}
 
+// Host name, NUMA node count and the cloud (DMI infos of the root object; hwloc reads /sys/class/dmi/id on Linux,
+// XML keeps them; a live or fsroot probe falls back to the DMI files).
+void read_machine(hwloc_topology_t topo, const Extras& extras, Topology& t) {
   hwloc_obj_t root = hwloc_get_root_obj(topo);
   t.hostname = info(root, "HostName");
   t.numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-
-  // Cloud: DMI infos of the root object (hwloc reads /sys/class/dmi/id on Linux; XML keeps them).
   std::string sys_vendor = info(root, "DMISysVendor"), product = info(root, "DMIProductName"),
               board_vendor = info(root, "DMIBoardVendor"), asset = info(root, "DMIChassisAssetTag");
   if (!extras.dmi_root.empty()) {
@@ -332,137 +360,223 @@ Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
     t.warnings.push_back("cloud VM (" + *t.cloud + ", " + product +
                          "): PCI locality of the virtual machine may hide the real GPU/NIC switches; prefer the "
                          "vendor's NCCL topology file");
+}
 
-  // GPUs: PCI devices by vendor/class, ordered by bus id.
+// /dev/nvidiaN minor of an NVIDIA GPU from /proc/driver/nvidia (live nodes); -1 when unknown.
+int device_minor(const Extras& extras, const Gpu& g) {
+  if (extras.proc_root.empty() || g.vendor_id != 0x10de) return -1;
+  const auto text = read_file(extras.proc_root + "/driver/nvidia/gpus/" + g.pci_bus_id + "/information", 1u << 16);
+  if (!text) return -1;
+  const auto p = text->find("Device Minor:");
+  if (p == std::string::npos) return -1;
+  const int minor = std::atoi(text->c_str() + p + 13);
+  return minor >= 0 && minor < 4096 ? minor : -1;
+}
+
+// GPUs: PCI devices by vendor/class, ordered by bus id; NVSwitch devices counted; duplicate bus ids warned.
+std::vector<hwloc_obj_t> collect_gpus(hwloc_topology_t topo, const Extras& extras, Topology& t) {
   std::vector<hwloc_obj_t> gpu_objs;
   int nvswitches = 0;
+  std::set<std::string> seen_busids;
   for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o; o = hwloc_get_next_pcidev(topo, o)) {
     const auto& a = o->attr->pcidev;
     if (detail::is_gpu_class(a.vendor_id, a.class_id)) gpu_objs.push_back(o);
     else if ((a.vendor_id == 0x10de && a.class_id == 0x0680) || (o->subtype && std::strcmp(o->subtype, "NVSwitch") == 0))
       ++nvswitches;
+    if (!seen_busids.insert(busid_of(o)).second) t.warnings.push_back("duplicate PCI bus id " + busid_of(o) + " in the topology");
   }
   std::stable_sort(gpu_objs.begin(), gpu_objs.end(), [](hwloc_obj_t x, hwloc_obj_t y) {
     const auto &a = x->attr->pcidev, &b = y->attr->pcidev;
     return std::tie(a.domain, a.bus, a.dev, a.func) < std::tie(b.domain, b.bus, b.dev, b.func);
   });
-  std::set<std::string> seen_busids;
-  for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o; o = hwloc_get_next_pcidev(topo, o)) {
-    auto id = busid_of(o);
-    if (!seen_busids.insert(id).second) t.warnings.push_back("duplicate PCI bus id " + id + " in the topology");
-  }
   for (size_t i = 0; i < gpu_objs.size(); ++i) {
-    hwloc_obj_t o = gpu_objs[i];
-    const auto& a = o->attr->pcidev;
+    const auto& a = gpu_objs[i]->attr->pcidev;
     Gpu g;
     g.index = static_cast<int>(i);
-    g.pci_bus_id = busid_of(o);
+    g.pci_bus_id = busid_of(gpu_objs[i]);
     g.vendor_id = a.vendor_id;
     g.device_id = a.device_id;
     g.model = detail::gpu_model_key(a.vendor_id, a.device_id);
-    if (const auto* m = detail::find_gpu_model(a.vendor_id, a.device_id); m && m->memory_gib > 0)
-      g.memory_gib = m->memory_gib;
-    g.numa = numa_of(topo, o);
-    if (!extras.proc_root.empty() && g.vendor_id == 0x10de)
-      if (auto text = read_file(extras.proc_root + "/driver/nvidia/gpus/" + g.pci_bus_id + "/information", 1u << 16)) {
-        auto p = text->find("Device Minor:");
-        if (p != std::string::npos) {
-          int minor = std::atoi(text->c_str() + p + 13);
-          if (minor >= 0 && minor < 4096) g.device_minor = minor;
-        }
-      }
+    if (const auto* m = detail::find_gpu_model(a.vendor_id, a.device_id); m && m->memory_gib > 0) g.memory_gib = m->memory_gib;
+    g.numa = numa_of(topo, gpu_objs[i]);
+    g.device_minor = device_minor(extras, g);
+    // NVML (live only): memory where the table does not know the PCI id.
+    if (extras.nvml && extras.nvml->available)
+      for (const auto& n : extras.nvml->gpus)
+        if (n.pci_bus_id == g.pci_bus_id && !g.memory_gib && n.memory_gib) g.memory_gib = n.memory_gib;
     t.gpus.push_back(std::move(g));
   }
   if (nvswitches > 0) t.inferred.push_back("nvswitch: " + std::to_string(nvswitches) + " NVSwitch PCI devices seen");
+  return gpu_objs;
+}
 
-  // NVML (live only): model names and memory where the table does not know the PCI id.
-  if (extras.nvml && extras.nvml->available) {
-    for (auto& g : t.gpus)
-      for (const auto& n : extras.nvml->gpus)
-        if (n.pci_bus_id == g.pci_bus_id) {
-          if (!g.memory_gib && n.memory_gib) g.memory_gib = n.memory_gib;
-        }
+// Port states from an OpenFabrics OS device's "Port<N>State" infos; port 1 of unknown state when there are none.
+std::map<int, std::string> port_states(hwloc_obj_t o) {
+  std::map<int, std::string> states;
+  for (unsigned k = 0; k < o->infos_count; ++k) {
+    const char* nm = o->infos[k].name;
+    if (!nm) continue;
+    const std::string key = nm;
+    if (key.size() < 10 || key.rfind("Port", 0) != 0 || key.compare(key.size() - 5, 5, "State") != 0) continue;
+    const std::string num = key.substr(4, key.size() - 9);
+    if (num.empty() || num.size() > 3 || num.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int port = std::atoi(num.c_str());
+    if (port > 0 && port < 256) states[port] = o->infos[k].value ? o->infos[k].value : "";
   }
+  if (states.empty()) states[1] = "";
+  return states;
+}
 
-  // NICs: OpenFabrics OS devices, one entry per port.
+// The network interfaces beside an OS device under the same PCI device.
+std::vector<std::string> sibling_netdevs(hwloc_obj_t o) {
+  std::vector<std::string> netdevs;
+  if (o->parent)
+    for (hwloc_obj_t c = o->parent->io_first_child; c; c = c->next_sibling)
+      if (c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && c->name)
+        netdevs.push_back(c->name);
+  return netdevs;
+}
+
+// OpenFabrics OS devices (InfiniBand, RoCE, EFA): one entry per port.
+void add_openfabrics_nics(hwloc_topology_t topo, hwloc_obj_t o, std::vector<NicObj>& nics) {
+  hwloc_obj_t pci = pci_parent(o);
+  const auto netdevs = sibling_netdevs(o);
+  const auto states = port_states(o);
+  size_t pi = 0;
+  for (const auto& [port, st] : states) {
+    NicObj n;
+    n.pci = pci;
+    n.nic.name = o->name;
+    n.nic.port = port;
+    n.nic.state = ib_state_name(st);
+    if (pci) {
+      n.nic.pci_bus_id = busid_of(pci);
+      n.nic.vendor_id = pci->attr->pcidev.vendor_id;
+    }
+    n.nic.numa = numa_of(topo, o);
+    if (netdevs.size() == states.size()) {
+      n.nic.netdev = netdevs[pi];
+    } else if (!netdevs.empty()) {
+      n.nic.netdev = netdevs.front();
+      for (const auto& d : netdevs)
+        if (d.rfind("ib", 0) == 0 || d.rfind("hsi", 0) == 0) {
+          n.nic.netdev = d;
+          break;
+        }
+    }
+    if (n.nic.vendor_id == 0x1d0f) n.nic.link_layer = std::nullopt;  // EFA: neither IB nor RoCE
+    nics.push_back(std::move(n));
+    ++pi;
+  }
+}
+
+// HPE Slingshot (Cassini, PCI vendor 0x17db) has no OpenFabrics device: Linux shows network interfaces hsiN, and
+// NCCL/RCCL reach the NIC through libfabric's cxi provider, whose devices are cxiN with hsiN as their interface.
+constexpr uint16_t kHpeCrayVendor = 0x17db;
+constexpr double kCassiniGbps = 200;  // Slingshot-11 / Cassini-1 (17db:0501): 200 Gb/s per NIC (HPE data sheet)
+
+void add_slingshot_nic(hwloc_topology_t topo, hwloc_obj_t o, std::vector<NicObj>& nics, Topology& t) {
+  hwloc_obj_t pci = pci_parent(o);
+  if (!pci || pci->attr->pcidev.vendor_id != kHpeCrayVendor) return;
+  const std::string netdev = o->name;
+  NicObj n;
+  n.pci = pci;
+  n.nic.name = netdev.rfind("hsi", 0) == 0 ? "cxi" + netdev.substr(3) : netdev;
+  n.nic.netdev = netdev;
+  n.nic.pci_bus_id = busid_of(pci);
+  n.nic.vendor_id = kHpeCrayVendor;
+  n.nic.numa = numa_of(topo, o);
+  n.nic.link_layer = "ethernet";  // Slingshot is Ethernet-based; fabric_of() knows cxi
+  if (pci->attr->pcidev.device_id == 0x0501) {
+    n.nic.rate_gbps = kCassiniGbps;
+    const std::string note = "nic rate: Slingshot Cassini (17db:0501) taken as 200 Gb/s";
+    if (std::find(t.inferred.begin(), t.inferred.end(), note) == t.inferred.end()) t.inferred.push_back(note);
+  }
+  nics.push_back(std::move(n));
+}
+
+// NICs from hwloc's OS devices, then the live facts (sysfs, ibverbs) laid over them.
+std::vector<NicObj> collect_nics(hwloc_topology_t topo, Topology& t) {
   std::vector<NicObj> nics;
   for (hwloc_obj_t o = hwloc_get_next_osdev(topo, nullptr); o; o = hwloc_get_next_osdev(topo, o)) {
-    if (o->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS || !o->name) continue;
-    hwloc_obj_t pci = pci_parent(o);
-    std::vector<std::string> netdevs;
-    if (o->parent)
-      for (hwloc_obj_t c = o->parent->io_first_child; c; c = c->next_sibling)
-        if (c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK && c->name)
-          netdevs.push_back(c->name);
-    std::map<int, std::string> port_states;
-    for (unsigned k = 0; k < o->infos_count; ++k) {
-      const char* nm = o->infos[k].name;
-      if (!nm) continue;
-      const std::string key = nm;  // "Port<N>State"
-      if (key.size() < 10 || key.rfind("Port", 0) != 0 || key.compare(key.size() - 5, 5, "State") != 0) continue;
-      const std::string num = key.substr(4, key.size() - 9);
-      if (num.empty() || num.size() > 3 || num.find_first_not_of("0123456789") != std::string::npos) continue;
-      const int port = std::atoi(num.c_str());
-      if (port > 0 && port < 256) port_states[port] = o->infos[k].value ? o->infos[k].value : "";
-    }
-    if (port_states.empty()) port_states[1] = "";
-    size_t pi = 0;
-    for (auto& [port, st] : port_states) {
-      NicObj n;
-      n.pci = pci;
-      n.nic.name = o->name;
-      n.nic.port = port;
-      n.nic.state = ib_state_name(st);
-      if (pci) {
-        n.nic.pci_bus_id = busid_of(pci);
-        n.nic.vendor_id = pci->attr->pcidev.vendor_id;
+    if (!o->name) continue;
+    if (o->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) add_openfabrics_nics(topo, o, nics);
+    else if (o->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) add_slingshot_nic(topo, o, nics, t);
+  }
+  return nics;
+}
+
+// Live/fsroot: sysfs (rate, state, link layer, netdev, GIDs) and ibverbs override hwloc's partial view.
+void merge_live_nics(hwloc_topology_t topo, const std::vector<Nic>& list, std::vector<NicObj>& nics) {
+  for (const auto& s : list) {
+    bool found = false;
+    for (auto& n : nics)
+      if (n.nic.name == s.name && n.nic.port == s.port) {
+        merge_port_facts(n.nic, s);
+        found = true;
       }
-      n.nic.numa = numa_of(topo, o);
-      if (netdevs.size() == port_states.size()) {
-        n.nic.netdev = netdevs[pi];
-      } else if (!netdevs.empty()) {
-        n.nic.netdev = netdevs.front();
-        for (const auto& d : netdevs)
-          if (d.rfind("ib", 0) == 0 || d.rfind("hsi", 0) == 0) {
-            n.nic.netdev = d;
-            break;
-          }
+    if (found) continue;
+    NicObj n;
+    n.nic = s;
+    for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o && !s.pci_bus_id.empty(); o = hwloc_get_next_pcidev(topo, o))
+      if (busid_of(o) == s.pci_bus_id) {
+        n.pci = o;
+        n.nic.vendor_id = o->attr->pcidev.vendor_id;
+        n.nic.numa = numa_of(topo, o);
       }
-      if (n.nic.vendor_id == 0x1d0f) n.nic.link_layer = std::nullopt;  // EFA: neither IB nor RoCE
-      nics.push_back(std::move(n));
-      ++pi;
+    nics.push_back(std::move(n));
+  }
+}
+
+// NVML (live only): GPUs with active NVLinks whose peers are GPUs of this node or NVSwitches. False if none.
+bool nvlink_from_nvml(const detail::NvmlResult& nvml, Topology& t) {
+  const size_t ng = t.gpus.size();
+  std::map<std::string, int> idx;
+  for (const auto& g : t.gpus) idx[g.pci_bus_id] = g.index;
+  std::vector<int> comp(ng);
+  for (size_t i = 0; i < ng; ++i) comp[i] = static_cast<int>(i);
+  std::function<int(int)> find = [&](int x) { return comp[x] == x ? x : comp[x] = find(comp[x]); };
+  std::vector<int> switch_members;
+  bool any = false;
+  for (const auto& n : nvml.gpus) {
+    auto it = idx.find(n.pci_bus_id);
+    if (it == idx.end() || n.nvlinks_active == 0) continue;
+    any = true;
+    for (const auto& peer : n.nvlink_peers) {
+      auto pj = idx.find(peer);
+      if (pj != idx.end()) comp[find(it->second)] = find(pj->second);
+      else switch_members.push_back(it->second);  // peer is an NVSwitch
     }
   }
-
-  // Live/fsroot: sysfs (rate, state, link layer, netdev, GIDs) and ibverbs override hwloc's partial view.
-  auto merge_list = [&](const std::vector<Nic>& list) {
-    for (const auto& s : list) {
-      bool found = false;
-      for (auto& n : nics)
-        if (n.nic.name == s.name && n.nic.port == s.port) {
-          merge_port_facts(n.nic, s);
-          found = true;
-        }
-      if (!found) {
-        NicObj n;
-        n.nic = s;
-        for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o && !s.pci_bus_id.empty();
-             o = hwloc_get_next_pcidev(topo, o))
-          if (busid_of(o) == s.pci_bus_id) {
-            n.pci = o;
-            n.nic.vendor_id = o->attr->pcidev.vendor_id;
-            n.nic.numa = numa_of(topo, o);
-          }
-        nics.push_back(std::move(n));
-      }
+  if (!any) return false;
+  for (size_t k = 1; k < switch_members.size(); ++k) comp[find(switch_members[k])] = find(switch_members[0]);
+  std::map<int, std::vector<int>> groups;
+  for (size_t i = 0; i < ng; ++i) groups[find(static_cast<int>(i))].push_back(static_cast<int>(i));
+  for (auto& [k, v] : groups) t.nvlink_domains.push_back(v);
+  std::sort(t.nvlink_domains.begin(), t.nvlink_domains.end());
+  t.inferred.push_back("nvlink_domains: from NVML link state");
+  if (!t.gpus.empty())
+    if (const auto* m = detail::find_gpu_model(t.gpus[0].vendor_id, t.gpus[0].device_id); m && m->nvlink_gbps > 0) {
+      t.nvlink_gbps_per_gpu = m->nvlink_gbps;
+      t.inferred.push_back("nvlink_gbps_per_gpu: from GPU model");
     }
-  };
-  if (extras.verbs && extras.verbs->available) merge_list(extras.verbs->nics);
-  if (extras.sysfs_nics) merge_list(*extras.sysfs_nics);  // sysfs wins for rates (RoCE: netdev speed)
+  return true;
+}
+
+}  // namespace
+
+Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
+  Topology t;
+  const TopologyPtr holder = load_topology(src, t);
+  hwloc_topology_t topo = holder.get();
+  read_machine(topo, extras, t);
+  const auto gpu_objs = collect_gpus(topo, extras, t);
+  auto nics = collect_nics(topo, t);
+  if (extras.verbs && extras.verbs->available) merge_live_nics(topo, extras.verbs->nics, nics);
+  if (extras.sysfs_nics) merge_live_nics(topo, *extras.sysfs_nics, nics);  // sysfs wins for rates (RoCE: netdev speed)
   std::stable_sort(nics.begin(), nics.end(), [](const NicObj& a, const NicObj& b) {
     return std::tie(a.nic.name, a.nic.port) < std::tie(b.nic.name, b.nic.port);
   });
-
   // Pairwise PCIe classes.
   const size_t ng = gpu_objs.size();
   t.gpu_pci_paths.assign(ng, std::vector<std::string>(ng, "X"));
@@ -473,95 +587,13 @@ Topology load_hwloc(const HwlocSource& src, const Extras& extras) {
   for (size_t i = 0; i < ng; ++i)
     for (size_t k = 0; k < nics.size(); ++k) nic_paths[i][k] = nics[k].pci ? classify(gpu_objs[i], nics[k].pci) : "SYS";
   for (auto& n : nics) t.nics.push_back(std::move(n.nic));
-
   // NVLink: measured (hwloc NVLinkBandwidth), else NVML link counts, else from the model (in finish_topology).
-  if (nvlink_from_distances(topo, gpu_objs, t)) {
+  if (nvlink_from_distances(topo, gpu_objs, t))
     t.inferred.push_back("nvlink_domains: measured (hwloc NVLinkBandwidth matrix)");
-  } else if (extras.nvml && extras.nvml->available) {
-    // NVML: GPUs with active NVLinks whose peers are GPUs of this node or NVSwitches.
-    std::map<std::string, int> idx;
-    for (const auto& g : t.gpus) idx[g.pci_bus_id] = g.index;
-    std::vector<int> comp(ng);
-    for (size_t i = 0; i < ng; ++i) comp[i] = static_cast<int>(i);
-    std::function<int(int)> find = [&](int x) { return comp[x] == x ? x : comp[x] = find(comp[x]); };
-    std::vector<int> switch_members;
-    bool any = false;
-    for (const auto& n : extras.nvml->gpus) {
-      auto it = idx.find(n.pci_bus_id);
-      if (it == idx.end() || n.nvlinks_active == 0) continue;
-      any = true;
-      for (const auto& peer : n.nvlink_peers) {
-        auto pj = idx.find(peer);
-        if (pj != idx.end()) comp[find(it->second)] = find(pj->second);
-        else switch_members.push_back(it->second);  // peer is an NVSwitch
-      }
-    }
-    for (size_t k = 1; k < switch_members.size(); ++k) comp[find(switch_members[k])] = find(switch_members[0]);
-    if (any) {
-      std::map<int, std::vector<int>> groups;
-      for (size_t i = 0; i < ng; ++i) groups[find(static_cast<int>(i))].push_back(static_cast<int>(i));
-      for (auto& [k, v] : groups) t.nvlink_domains.push_back(v);
-      std::sort(t.nvlink_domains.begin(), t.nvlink_domains.end());
-      t.inferred.push_back("nvlink_domains: from NVML link state");
-      if (!t.gpus.empty())
-        if (const auto* m = detail::find_gpu_model(t.gpus[0].vendor_id, t.gpus[0].device_id); m && m->nvlink_gbps > 0) {
-          t.nvlink_gbps_per_gpu = m->nvlink_gbps;
-          t.inferred.push_back("nvlink_gbps_per_gpu: from GPU model");
-        }
-    }
-  }
-
+  else if (extras.nvml && extras.nvml->available)
+    nvlink_from_nvml(*extras.nvml, t);
   finish_topology(t, nic_paths);
   return t;
-}
-
-std::string format_busid(unsigned domain, unsigned bus, unsigned dev, unsigned func) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%x", domain & 0xffffu, bus & 0xffu, dev & 0xffu, func & 0xfu);
-  return buf;
-}
-
-void finish_topology(Topology& t, const std::vector<std::vector<std::string>>& nic_paths) {
-  const size_t ng = t.gpus.size(), nn = t.nics.size();
-  t.gpu_nic_paths.assign(ng, std::vector<std::string>(nn, "SYS"));
-  for (size_t i = 0; i < ng; ++i)
-    for (size_t k = 0; k < nn; ++k) t.gpu_nic_paths[i][k] = nic_paths[i][k] == "NODE" ? "PHB" : nic_paths[i][k];
-  // Roles: with GPUs present, NICs that are PIX/PXB to some GPU are compute and the others storage; when no
-  // NIC is that close (POWER, cloud VMs), all are compute. Without GPUs: unknown.
-  std::vector<int> best(nn, 99);
-  for (size_t k = 0; k < nn; ++k)
-    for (size_t i = 0; i < ng; ++i) best[k] = std::min(best[k], detail::path_rank(nic_paths[i][k]));
-  bool any_close = false;
-  for (size_t k = 0; k < nn; ++k) any_close |= best[k] <= detail::path_rank("PXB");
-  for (size_t k = 0; k < nn; ++k) {
-    if (!t.nics[k].role.empty() && t.nics[k].role != "unknown") continue;
-    if (ng == 0) t.nics[k].role = "unknown";
-    else if (!any_close || best[k] <= detail::path_rank("PXB")) t.nics[k].role = "compute";
-    else t.nics[k].role = "storage";
-  }
-  if (any_close && ng > 0) {
-    for (size_t k = 0; k < nn; ++k)
-      if (t.nics[k].role == "storage") {
-        t.inferred.push_back("nic role: " + t.nics[k].name + " storage (no GPU behind its PCIe switch)");
-      }
-  }
-  // Nearest compute NICs per GPU (every port of the best class; names listed once).
-  for (size_t i = 0; i < ng; ++i) {
-    int r = 99;
-    for (size_t k = 0; k < nn; ++k)
-      if (t.nics[k].role == "compute") r = std::min(r, detail::path_rank(nic_paths[i][k]));
-    auto& g = t.gpus[i];
-    g.nearest_nics.clear();
-    g.nic_path.clear();
-    for (size_t k = 0; k < nn; ++k)
-      if (t.nics[k].role == "compute" && detail::path_rank(nic_paths[i][k]) == r) {
-        if (std::find(g.nearest_nics.begin(), g.nearest_nics.end(), t.nics[k].name) == g.nearest_nics.end())
-          g.nearest_nics.push_back(t.nics[k].name);
-        g.nic_path = nic_paths[i][k] == "NODE" ? "PHB" : nic_paths[i][k];
-      }
-  }
-  detail::infer_nvlink_from_model(t);
-  detail::finish_gpu_paths(t);
 }
 
 }  // namespace paratune::probe::internal

@@ -171,6 +171,8 @@ std::string to_json(const Topology& t, int indent) {
   j["gpu_nic_paths"] = t.gpu_nic_paths;
   j["nvlink_domains"] = t.nvlink_domains;
   j["nvlink_gbps_per_gpu"] = opt(t.nvlink_gbps_per_gpu);
+  if (t.nvlink_unknown) j["nvlink_unknown"] = true;
+  if (t.nvlink_domain_span > 0) j["nvlink_domain_span"] = t.nvlink_domain_span;
   j["inferred"] = t.inferred;
   j["warnings"] = t.warnings;
   // Names and info strings come from files (hwloc XML, NCCL topology files) and may hold bytes that are not
@@ -294,6 +296,12 @@ Topology from_json(const std::string& text, const std::string& origin) {
     t.nvlink_domains.push_back(std::move(dom));
   }
   t.nvlink_gbps_per_gpu = r.opt_num(j, "", "nvlink_gbps_per_gpu");
+  if (j.contains("nvlink_unknown")) {
+    if (!j["nvlink_unknown"].is_boolean()) r.fail("nvlink_unknown", "expected true or false");
+    t.nvlink_unknown = j["nvlink_unknown"].get<bool>();
+  }
+  t.nvlink_domain_span = r.int_or(j, "", "nvlink_domain_span", 0);
+  if (t.nvlink_domain_span < 0 || t.nvlink_domain_span > 1000000) r.fail("nvlink_domain_span", "expected 0 ... 1000000");
   t.inferred = r.strings(j, "", "inferred", false);
   t.warnings = r.strings(j, "", "warnings", false);
   return t;

@@ -259,9 +259,10 @@ std::string classify(const Node* a, const Node* b) {
   return "SYS";
 }
 
-}  // namespace
+// --- the steps of parse_nccl_topo ------------------------------------------------------------------------
 
-Topology parse_nccl_topo(const std::string& text, const std::string& origin) {
+// NCCL writes version 1; RCCL (AMD) writes version 2 with the same elements plus <xgmi>.
+std::unique_ptr<Node> parse_document(const std::string& text, const std::string& origin) {
   if (text.size() > (16u << 20)) throw ProbeError(origin + ": too large for an NCCL topology file");
   XmlReader reader(text, origin);
   auto root = reader.parse();
@@ -269,233 +270,288 @@ Topology parse_nccl_topo(const std::string& text, const std::string& origin) {
     throw ProbeError(origin + ":" + std::to_string(root->line) + ": root element is <" + root->name +
                      ">, expected <system> (NCCL topology)");
   const std::string version = root->attr("version");
-  if (!version.empty() && version != "1")
-    throw ProbeError(origin + ": NCCL topology version " + version + " is not supported (expected 1)");
+  if (!version.empty() && version != "1" && version != "2")
+    throw ProbeError(origin + ": NCCL topology version " + version + " is not supported (expected 1, or 2 from RCCL)");
+  return root;
+}
 
-  Topology t;
-  t.source = "nccl-topo";
+// NCCL fuses the topologies of several hosts into one file for multi-node NVLink (one host_hash per host): that is
+// not one node, and taking it for one would plan 8 GPUs of two machines as if they shared a PCIe tree.
+void refuse_several_hosts(const Node& root, const std::string& origin) {
+  std::set<std::string> hosts;
+  for (const auto& c : root.children)
+    if (c->name == "cpu" && !c->attr("host_hash").empty()) hosts.insert(c->attr("host_hash"));
+  if (hosts.size() <= 1) return;
+  std::string list;
+  for (const auto& h : hosts) list += (list.empty() ? "" : ", ") + h;
+  throw ProbeError(origin + ": describes " + std::to_string(hosts.size()) + " hosts (host_hash " + list +
+                   "), as NCCL writes for a multi-node NVLink job; a topology file must describe one node: keep "
+                   "the <cpu> elements of one host_hash");
+}
+
+std::optional<uint16_t> hex16(const Node* n, const char* k, const std::string& origin) {
+  const auto s = n->attr(k);
+  if (s.empty()) return std::nullopt;
+  auto v = parse_hex(s);
+  if (!v || *v > 0xffff)
+    throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> " + k + " '" + s + "' is not a 16-bit hex id");
+  return static_cast<uint16_t>(*v);
+}
+
+// One <pci> element: a switch (has <pci> children, or a bridge class), or a device classified by its children.
+void read_pci(const Node* n, const std::string& origin, Topology& t, std::set<std::string>& busids,
+              std::vector<Dev>& devs, std::vector<const Node*>& switches) {
+  Dev d;
+  d.node = d.attach = n;
+  d.busid = lower(n->attr("busid"));
+  if (!valid_busid(d.busid))
+    throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> busid '" + n->attr("busid") +
+                     "' is not a PCI bus id (dddd:bb:dd.f)");
+  if (!busids.insert(d.busid).second) t.warnings.push_back("duplicate PCI bus id " + d.busid + " in the file");
+  if (const auto cls = n->attr("class"); !cls.empty()) {
+    auto v = parse_hex(cls);
+    if (!v || *v > 0xffffff) throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> class '" + cls + "' is not hex");
+    d.class_id = static_cast<uint16_t>(*v > 0xffff ? *v >> 8 : *v);
+  }
+  d.vendor = hex16(n, "vendor", origin).value_or(0);
+  d.device = hex16(n, "device", origin).value_or(0);
+  bool has_pci_child = false, has_gpu = false, has_nic = false;
+  for (const auto& c : n->children) {
+    has_pci_child |= c->name == "pci";
+    has_nic |= c->name == "nic";
+    if (c->name != "gpu") continue;
+    has_gpu = true;
+    const auto dv = c->attr("dev");
+    char* end = nullptr;
+    const long x = std::strtol(dv.c_str(), &end, 10);
+    if (!dv.empty() && end && !*end && x >= 0 && x < 1024) d.gpu_dev = static_cast<int>(x);
+  }
+  if (has_pci_child || (d.class_id >> 8) == 0x06) {
+    switches.push_back(n);
+    return;
+  }
+  if (has_gpu || (d.class_id >> 8) == 0x03 || (d.class_id >> 8) == 0x12) d.kind = Dev::Gpu;
+  else if (has_nic || (d.class_id >> 8) == 0x02) d.kind = Dev::Nic;
+  d.numa = numa_of(n);
+  devs.push_back(d);
+}
+
+struct Walk {
   std::vector<Dev> devs;
   std::vector<const Node*> switches;
+};
+
+Walk walk_tree(const Node* root, const std::string& origin, Topology& t) {
+  Walk w;
   std::set<std::string> busids;
-  // Walk the tree.
-  std::vector<const Node*> todo{root.get()};
+  static const std::set<std::string> known = {"cpu", "system", "gpu", "nic", "net", "nvlink", "xgmi", "c2c", "pcilink"};
+  std::vector<const Node*> todo{root};
   while (!todo.empty()) {
     const Node* n = todo.back();
     todo.pop_back();
     for (auto it = n->children.rbegin(); it != n->children.rend(); ++it) todo.push_back(it->get());
     if (n->name == "pci") {
-      Dev d;
-      d.node = d.attach = n;
-      d.busid = lower(n->attr("busid"));
-      if (!valid_busid(d.busid))
-        throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> busid '" + n->attr("busid") +
-                         "' is not a PCI bus id (dddd:bb:dd.f)");
-      if (!busids.insert(d.busid).second) t.warnings.push_back("duplicate PCI bus id " + d.busid + " in the file");
-      auto cls = n->attr("class");
-      if (!cls.empty()) {
-        auto v = parse_hex(cls);
-        if (!v || *v > 0xffffff)
-          throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> class '" + cls + "' is not hex");
-        d.class_id = static_cast<uint16_t>(*v > 0xffff ? *v >> 8 : *v);
-      }
-      for (const char* k : {"vendor", "device"}) {
-        auto s = n->attr(k);
-        if (s.empty()) continue;
-        auto v = parse_hex(s);
-        if (!v || *v > 0xffff)
-          throw ProbeError(origin + ":" + std::to_string(n->line) + ": <pci> " + k + " '" + s + "' is not a 16-bit hex id");
-        (std::string(k) == "vendor" ? d.vendor : d.device) = static_cast<uint16_t>(*v);
-      }
-      bool has_pci_child = false, has_gpu = false, has_nic = false;
-      for (const auto& c : n->children) {
-        has_pci_child |= c->name == "pci";
-        if (c->name == "gpu") {
-          has_gpu = true;
-          auto dv = c->attr("dev");
-          char* end = nullptr;
-          long x = std::strtol(dv.c_str(), &end, 10);
-          if (!dv.empty() && end && !*end && x >= 0 && x < 1024) d.gpu_dev = static_cast<int>(x);
-        }
-        has_nic |= c->name == "nic";
-      }
-      if (has_pci_child || (d.class_id >> 8) == 0x06) {
-        switches.push_back(n);
-        continue;
-      }
-      if (has_gpu || (d.class_id >> 8) == 0x03 || (d.class_id >> 8) == 0x12) d.kind = Dev::Gpu;
-      else if (has_nic || (d.class_id >> 8) == 0x02) d.kind = Dev::Nic;
-      d.numa = numa_of(n);
-      devs.push_back(d);
+      read_pci(n, origin, t, busids, w.devs, w.switches);
     } else if (n->name == "nic" && n->parent && n->parent->name != "pci") {
       Dev d;
       d.kind = Dev::Nic;
-      d.node = n;
-      d.attach = n;
+      d.node = d.attach = n;
       d.numa = numa_of(n);
-      devs.push_back(d);
-    } else if (n->name == "cpu" || n->name == "system" || n->name == "gpu" || n->name == "nic" || n->name == "net" ||
-               n->name == "nvlink" || n->name == "c2c" || n->name == "pcilink") {
-      // known
-    } else {
+      w.devs.push_back(d);
+    } else if (!known.count(n->name)) {
       t.warnings.push_back("unknown element <" + n->name + "> at line " + std::to_string(n->line) + " ignored");
     }
   }
+  return w;
+}
 
-  bool any_classified_gpu = std::any_of(devs.begin(), devs.end(), [](const Dev& d) { return d.kind == Dev::Gpu; });
-  // p5-style files: GPUs are not listed, the leaves under each switch are the NICs.
-  int unknown = 0;
-  std::vector<const Node*> synth_gpu_switches;
-  if (!any_classified_gpu) {
-    std::set<const Node*> sw_with_leaves;
-    for (auto& d : devs)
-      if (d.kind == Dev::Unknown && d.node->parent && d.node->parent->name == "pci") {
-        d.kind = Dev::Nic;
-        sw_with_leaves.insert(d.node->parent);
-      }
-    for (const Node* s : switches)
-      if (sw_with_leaves.count(s)) synth_gpu_switches.push_back(s);
-    if (!synth_gpu_switches.empty()) {
-      t.inferred.push_back("nics: unclassified devices behind the PCIe switches taken as NICs");
-      t.inferred.push_back("gpus: one per PCIe switch with NICs (the file does not list GPUs)");
+// p5-style files: GPUs are not listed, the leaves under each switch are the NICs; one GPU per such switch.
+std::vector<const Node*> switches_for_missing_gpus(Walk& w, Topology& t) {
+  std::vector<const Node*> out;
+  if (std::any_of(w.devs.begin(), w.devs.end(), [](const Dev& d) { return d.kind == Dev::Gpu; })) return out;
+  std::set<const Node*> sw_with_leaves;
+  for (auto& d : w.devs)
+    if (d.kind == Dev::Unknown && d.node->parent && d.node->parent->name == "pci") {
+      d.kind = Dev::Nic;
+      sw_with_leaves.insert(d.node->parent);
     }
+  for (const Node* s : w.switches)
+    if (sw_with_leaves.count(s)) out.push_back(s);
+  if (!out.empty()) {
+    t.inferred.push_back("nics: unclassified devices behind the PCIe switches taken as NICs");
+    t.inferred.push_back("gpus: one per PCIe switch with NICs (the file does not list GPUs)");
   }
-  for (const auto& d : devs) unknown += d.kind == Dev::Unknown;
-  if (unknown > 0)
-    t.warnings.push_back(std::to_string(unknown) + " PCI devices without a class: neither GPU nor NIC known");
+  return out;
+}
 
-  // GPUs: by <gpu dev> when given, else by bus id.
-  std::vector<Dev> gpus, nics;
-  for (const auto& d : devs) {
-    if (d.kind == Dev::Gpu) gpus.push_back(d);
-    if (d.kind == Dev::Nic) nics.push_back(d);
-  }
-  for (const Node* s : synth_gpu_switches) {
-    Dev d;
-    d.kind = Dev::Gpu;
-    d.node = nullptr;
-    d.attach = s;  // directly behind the switch: PIX to its NICs
-    d.numa = numa_of(s);
-    gpus.push_back(d);
-  }
+const Node* gpu_element(const Dev& d) {
+  if (!d.node) return nullptr;
+  for (const auto& c : d.node->children)
+    if (c->name == "gpu") return c.get();
+  return nullptr;
+}
+
+// GPUs in these files are NVIDIA's (NCCL) or AMD's (RCCL: a gcn attribute, <xgmi> links). Most cloud files leave
+// out the PCI ids: the vendor then follows from who wrote the file, the model stays unknown unless a device id says.
+uint16_t gpu_vendor(const Dev& d, Topology& t) {
+  if (d.vendor) return d.vendor;
+  const Node* g = gpu_element(d);
+  bool amd = g && !g->attr("gcn").empty();
+  if (g)
+    for (const auto& l : g->children) amd |= l->name == "xgmi";
+  const uint16_t v = amd ? 0x1002 : 0x10de;
+  const std::string note = std::string("gpu vendor: not in the file; ") +
+                           (amd ? "AMD (RCCL attributes)" : "NVIDIA (an NCCL topology file)");
+  if (std::find(t.inferred.begin(), t.inferred.end(), note) == t.inferred.end()) t.inferred.push_back(note);
+  return v;
+}
+
+void add_gpus(std::vector<Dev>& gpus, std::vector<std::unique_ptr<Node>>& synthetic, Topology& t) {
   const bool all_dev = !gpus.empty() && std::all_of(gpus.begin(), gpus.end(), [](const Dev& d) { return d.gpu_dev >= 0; });
   std::stable_sort(gpus.begin(), gpus.end(), [&](const Dev& a, const Dev& b) {
-    if (all_dev) return a.gpu_dev < b.gpu_dev;
-    return a.busid < b.busid;
+    return all_dev ? a.gpu_dev < b.gpu_dev : a.busid < b.busid;
   });
-  // Fake attach node for synthesized GPUs: a GPU directly under a switch with NICs as siblings is PIX.
-  std::vector<std::unique_ptr<Node>> synthetic;
-  for (auto& g : gpus)
-    if (!g.node) {
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    auto& d = gpus[i];
+    if (!d.node) {  // synthesized: a GPU directly under a switch with NICs as siblings is PIX to them
       auto n = std::make_unique<Node>();
       n->name = "gpu-placeholder";
-      n->parent = const_cast<Node*>(g.attach);
-      g.attach = n.get();
+      n->parent = const_cast<Node*>(d.attach);
+      d.attach = n.get();
       synthetic.push_back(std::move(n));
     }
-
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    const auto& d = gpus[i];
     Gpu g;
     g.index = static_cast<int>(i);
     g.pci_bus_id = d.busid;
-    g.vendor_id = d.vendor;
+    g.vendor_id = gpu_vendor(d, t);
     g.device_id = d.device;
-    if (d.vendor) {
-      g.model = gpu_model_key(d.vendor, d.device);
-      if (const auto* m = find_gpu_model(d.vendor, d.device); m && m->memory_gib > 0) g.memory_gib = m->memory_gib;
-    } else {
-      g.model = "unknown";
-    }
+    g.model = gpu_model_key(g.vendor_id, g.device_id);
+    if (const auto* m = find_gpu_model(g.vendor_id, g.device_id); m && m->memory_gib > 0) g.memory_gib = m->memory_gib;
     g.numa = d.numa;
     t.gpus.push_back(std::move(g));
   }
+}
+
+// One NIC per <net>: a dual-port adapter (two <net> under one <nic>) is two NICs for bandwidth and nearness.
+void add_nics(const std::vector<Dev>& devs, std::vector<Dev>& nic_devs, Topology& t) {
   int k = 0;
-  for (const auto& d : nics) {
-    Nic n;
-    n.pci_bus_id = d.busid;
-    n.vendor_id = d.vendor;
-    n.numa = d.numa;
-    const Node* net = nullptr;
+  for (const auto& d : devs) {
     const Node* nic_el = d.node->name == "nic" ? d.node : nullptr;
     if (!nic_el)
       for (const auto& c : d.node->children)
         if (c->name == "nic") nic_el = c.get();
+    std::vector<const Node*> nets;
     if (nic_el)
       for (const auto& c : nic_el->children)
-        if (c->name == "net") net = c.get();
-    if (net && !net->attr("name").empty()) n.name = net->attr("name");
-    else n.name = std::string(d.vendor == 0x1d0f ? "efa" : "nic") + std::to_string(k);
-    if (net) {
-      auto sp = net->attr("speed");
-      char* end = nullptr;
-      double mbps = std::strtod(sp.c_str(), &end);
-      if (!sp.empty() && end && !*end && mbps > 0 && mbps < 1e8) n.rate_gbps = mbps / 1000.0;
-      auto port = net->attr("port");
-      long p = std::strtol(port.c_str(), &end, 10);
-      if (!port.empty() && end && !*end && p >= 0 && p < 256) n.port = static_cast<int>(p) + 1;  // NCCL: 0-based
-      if (n.name.rfind("eth", 0) == 0 || n.name.rfind("en", 0) == 0) n.netdev = n.name;
-    }
-    if ((d.class_id >> 8) == 0x02) {
-      if (d.vendor == 0x1d0f) n.link_layer = std::nullopt;  // EFA (SRD): neither IB nor RoCE
-      else if (d.class_id == 0x0207) n.link_layer = "infiniband";
-      else n.link_layer = "ethernet";
-    }
-    if (d.vendor == 0x1d0f) t.cloud = "aws";
-    t.nics.push_back(std::move(n));
-    ++k;
-  }
-  // NVLink from <nvlink> elements: NVSwitch targets -> one domain; GPU targets -> union.
-  {
-    const size_t ng = gpus.size();
-    std::vector<int> comp(ng);
-    for (size_t i = 0; i < ng; ++i) comp[i] = static_cast<int>(i);
-    std::function<int(int)> find = [&](int x) { return comp[x] == x ? x : comp[x] = find(comp[x]); };
-    std::vector<int> on_switch;
-    std::map<int, int> links;
-    bool any = false;
-    for (size_t i = 0; i < ng; ++i) {
-      if (!gpus[i].node) continue;
-      for (const auto& c : gpus[i].node->children) {
-        if (c->name != "gpu") continue;
-        for (const auto& l : c->children) {
-          if (l->name != "nvlink") continue;
-          std::string target = lower(l->attr("target"));
-          if (target == gpus[i].busid) continue;  // self links (seen in Azure NCv4): meaningless
-          auto tcls = parse_hex(l->attr("tclass")).value_or(0);
-          long cnt = std::strtol(l->attr("count").c_str(), nullptr, 10);
-          if (cnt > 0 && cnt < 64) links[static_cast<int>(i)] += static_cast<int>(cnt);
-          if ((tcls >> 8) == 0x0680 || (tcls >> 16) == 0x06) {
-            on_switch.push_back(static_cast<int>(i));
-            any = true;
-          } else {
-            for (size_t j = 0; j < ng; ++j)
-              if (j != i && gpus[j].busid == target) {
-                comp[find(static_cast<int>(i))] = find(static_cast<int>(j));
-                any = true;
-              }
-          }
-        }
+        if (c->name == "net") nets.push_back(c.get());
+    if (nets.empty()) nets.push_back(nullptr);
+    for (const Node* net : nets) {
+      Nic n;
+      n.pci_bus_id = d.busid;
+      n.vendor_id = d.vendor;
+      n.numa = d.numa;
+      n.name = net && !net->attr("name").empty() ? net->attr("name")
+                                                 : std::string(d.vendor == 0x1d0f ? "efa" : "nic") + std::to_string(k);
+      if (net) {
+        char* end = nullptr;
+        const auto sp = net->attr("speed");
+        const double mbps = std::strtod(sp.c_str(), &end);
+        // NCCL writes Mb/s; RCCL's Slingshot (cxi) entries are in kb/s (200000000 for 200 Gb/s).
+        if (!sp.empty() && end && !*end && mbps > 0 && mbps < 1e8) n.rate_gbps = mbps / 1000.0;
+        else if (!sp.empty() && end && !*end && mbps >= 1e8 && mbps < 1e11) n.rate_gbps = mbps / 1e6;
+        const auto port = net->attr("port");
+        const long p = std::strtol(port.c_str(), &end, 10);
+        if (!port.empty() && end && !*end && p >= 0 && p < 256) n.port = static_cast<int>(p) + 1;  // NCCL: 0-based
+        if (n.name.rfind("eth", 0) == 0 || n.name.rfind("en", 0) == 0) n.netdev = n.name;
       }
+      if ((d.class_id >> 8) == 0x02) {
+        if (d.vendor == 0x1d0f) n.link_layer = std::nullopt;  // EFA (SRD): neither IB nor RoCE
+        else if (d.class_id == 0x0207) n.link_layer = "infiniband";
+        else n.link_layer = "ethernet";
+      }
+      if (d.vendor == 0x1d0f) t.cloud = "aws";
+      t.nics.push_back(std::move(n));
+      nic_devs.push_back(d);
+      ++k;
     }
-    for (size_t s = 1; s < on_switch.size(); ++s) comp[find(on_switch[s])] = find(on_switch[0]);
-    if (any) {
-      std::map<int, std::vector<int>> groups;
-      for (size_t i = 0; i < ng; ++i) groups[find(static_cast<int>(i))].push_back(static_cast<int>(i));
-      for (auto& [r, v] : groups) t.nvlink_domains.push_back(v);
-      std::sort(t.nvlink_domains.begin(), t.nvlink_domains.end());
-      t.inferred.push_back("nvlink_domains: from the file's <nvlink> elements");
-      if (!t.gpus.empty())
-        if (const auto* m = find_gpu_model(t.gpus[0].vendor_id, t.gpus[0].device_id); m && m->nvlink_gbps > 0) {
-          t.nvlink_gbps_per_gpu = m->nvlink_gbps;
-          t.inferred.push_back("nvlink_gbps_per_gpu: from GPU model");
+  }
+}
+
+// NVLink (<nvlink>) and xGMI (<xgmi>) links: NVSwitch targets join one domain, GPU targets join their pair.
+void add_gpu_links(const std::vector<Dev>& gpus, Topology& t) {
+  const size_t ng = gpus.size();
+  std::vector<int> comp(ng);
+  for (size_t i = 0; i < ng; ++i) comp[i] = static_cast<int>(i);
+  std::function<int(int)> find = [&](int x) { return comp[x] == x ? x : comp[x] = find(comp[x]); };
+  std::vector<int> on_switch;
+  bool any = false, xgmi = false;
+  for (size_t i = 0; i < ng; ++i) {
+    const Node* g = gpu_element(gpus[i]);
+    if (!g) continue;
+    for (const auto& l : g->children) {
+      if (l->name != "nvlink" && l->name != "xgmi") continue;
+      const std::string target = lower(l->attr("target"));
+      if (target == gpus[i].busid) continue;  // self links (seen in Azure NCv4): meaningless
+      xgmi |= l->name == "xgmi";
+      const auto tcls = parse_hex(l->attr("tclass")).value_or(0);
+      if ((tcls >> 8) == 0x0680 || (tcls >> 16) == 0x06) {
+        on_switch.push_back(static_cast<int>(i));
+        any = true;
+        continue;
+      }
+      for (size_t j = 0; j < ng; ++j)
+        if (j != i && gpus[j].busid == target) {
+          comp[find(static_cast<int>(i))] = find(static_cast<int>(j));
+          any = true;
         }
     }
   }
+  if (!any) return;
+  for (size_t s = 1; s < on_switch.size(); ++s) comp[find(on_switch[s])] = find(on_switch[0]);
+  std::map<int, std::vector<int>> groups;
+  for (size_t i = 0; i < ng; ++i) groups[find(static_cast<int>(i))].push_back(static_cast<int>(i));
+  for (auto& [r, v] : groups) t.nvlink_domains.push_back(v);
+  std::sort(t.nvlink_domains.begin(), t.nvlink_domains.end());
+  t.inferred.push_back(xgmi ? "nvlink_domains: from the file's <xgmi> elements (AMD Infinity Fabric)"
+                            : "nvlink_domains: from the file's <nvlink> elements");
+  if (!t.gpus.empty())
+    if (const auto* m = find_gpu_model(t.gpus[0].vendor_id, t.gpus[0].device_id); m && m->nvlink_gbps > 0) {
+      t.nvlink_gbps_per_gpu = m->nvlink_gbps;
+      t.inferred.push_back("nvlink_gbps_per_gpu: from GPU model");
+    }
+}
+
+}  // namespace
+
+Topology parse_nccl_topo(const std::string& text, const std::string& origin) {
+  const auto root = parse_document(text, origin);
+  refuse_several_hosts(*root, origin);
+  Topology t;
+  t.source = "nccl-topo";
+  Walk w = walk_tree(root.get(), origin, t);
+  const auto synth_switches = switches_for_missing_gpus(w, t);
+  const int unknown = static_cast<int>(std::count_if(w.devs.begin(), w.devs.end(), [](const Dev& d) { return d.kind == Dev::Unknown; }));
+  if (unknown > 0) t.warnings.push_back(std::to_string(unknown) + " PCI devices without a class: neither GPU nor NIC known");
+  std::vector<Dev> gpus, nic_sources, nics;
+  for (const auto& d : w.devs) {
+    if (d.kind == Dev::Gpu) gpus.push_back(d);
+    if (d.kind == Dev::Nic) nic_sources.push_back(d);
+  }
+  for (const Node* s : synth_switches) {
+    Dev d;
+    d.kind = Dev::Gpu;
+    d.attach = s;
+    d.numa = numa_of(s);
+    gpus.push_back(d);
+  }
+  std::vector<std::unique_ptr<Node>> synthetic;  // placeholders of synthesized GPUs; alive until the paths are made
+  add_gpus(gpus, synthetic, t);
+  add_nics(nic_sources, nics, t);
+  add_gpu_links(gpus, t);
   std::set<int> numas;
   for (const auto& c : root->children)
     if (c->name == "cpu") numas.insert(numa_of(c.get()));
   t.numa_nodes = static_cast<int>(numas.size());
-
   t.gpu_pci_paths.assign(gpus.size(), std::vector<std::string>(gpus.size(), "X"));
   for (size_t i = 0; i < gpus.size(); ++i)
     for (size_t j = 0; j < gpus.size(); ++j)

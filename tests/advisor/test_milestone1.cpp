@@ -65,6 +65,10 @@ TEST(Catalog, GpuKeys) {
   EXPECT_NEAR(gpu_spec("h100-sxm5-80gb").bf16_tflops, 989.4, 0.1);
   EXPECT_NEAR(gpu_spec("h100-sxm5-80gb").fp8_tflops, 1978.9, 0.1);
   EXPECT_EQ(gpu_spec("a100-sxm4-40gb").fp8_tflops, 0);
+  // GB200/GB300: the peaks dgxc-benchmarking computes MFU against (2,450 BF16, 4,900 FP8), HBM3e 8 TB/s.
+  EXPECT_DOUBLE_EQ(gpu_spec("gb200").bf16_tflops, 2450);
+  EXPECT_DOUBLE_EQ(gpu_spec("gb300").fp8_tflops, 4900);
+  EXPECT_GT(gpu_spec("gb300").memory_gib, gpu_spec("gb200").memory_gib);
   EXPECT_THROW(gpu_spec("rtx-9090"), std::invalid_argument);
 }
 

@@ -33,7 +33,7 @@ Layout dp8() {
 
 TEST(StackKeys, ParsedFromTheScenarioFile) {
   const auto s = parse_scenario_toml(
-      "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nframework = \"fsdp\"\nprecision = \"fp8\"\n"
+      "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\nframework = \"torchtitan\"\nprecision = \"fp8\"\n"
       "attention = \"flash3\"\nfp8_recipe = \"rowwise\"\ncompile = true\ntp_comm_overlap = false\n"
       "[cluster]\ngpu = \"h100-sxm5-80gb\"\nnodes = 1\ngpus_per_node = 8\n",
       "s.toml");

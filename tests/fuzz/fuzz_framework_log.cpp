@@ -1,5 +1,5 @@
 // Framework log lines (tuning/recognizers.h, line_assembler.h): what `paratune run` scans in the training job's
-// stdout/stderr. The stream is fed in chunks whose sizes come from byte 0; "no line can make it throw".
+// stdout/stderr, throughput and out-of-memory deaths alike. The stream is fed in chunks whose sizes come from byte 0; "no line can make it throw".
 #include <cmath>
 
 #include "fuzz_common.h"
@@ -15,6 +15,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tuning::LineAssembler lines(512);
   auto scan = [&](std::string_view line) {
     FUZZ_CHECK(line.size() <= 512);
+    // Out-of-memory deaths and peak memory: bounded figures, report lines that always serialise.
+    if (const auto oom = tuning::recognise_oom(line)) {
+      for (const auto& v : {oom->tried_gib, oom->capacity_gib, oom->free_gib})
+        if (v) FUZZ_CHECK(*v >= 0 && *v < 1048576);
+      (void)tuning::oom_report_line(*oom, line).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    if (const auto peak = tuning::recognise_peak_memory_gib(line)) FUZZ_CHECK(*peak > 0 && *peak < 1048576);
     const auto f = tuning::recognise_line(line);
     if (!f) return;
     (void)tuning::to_string(f->source);

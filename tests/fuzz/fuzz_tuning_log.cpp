@@ -4,6 +4,10 @@
 #include <stdexcept>
 
 #include "fuzz_common.h"
+#include "paratune/tuning/job_summary.h"
+#include "paratune/tuning/log_merge.h"
+#include "paratune/tuning/memory_headroom.h"
+#include "paratune/tuning/portability.h"
 #include "paratune/tuning/tuning_log.h"
 
 using namespace paratune;
@@ -28,6 +32,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)e.ratio();
     (void)e.fabric();
     (void)filter.matches(e);
+    FUZZ_CHECK(tuning::job_summary(e, 0.7).size() <= tuning::kMaxSummaryBytes);
   }
+  // The multi-file readers: the same text as two files merges without throwing, one line per job id.
+  const tuning::MergedLog merged = tuning::merge_logs({{"a", std::string(text)}, {"b", std::string(text)}});
+  FUZZ_CHECK(merged.entries.size() <= log.entries.size() * 2);
+  std::vector<const tuning::LogEntry*> rows;
+  for (const auto& e : merged.entries) rows.push_back(&e);
+  (void)tuning::portability_svg(tuning::portability(rows));
+  (void)tuning::learn_headroom(tuning::memory_evidence(merged.entries));
   return 0;
 }

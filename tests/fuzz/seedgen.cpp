@@ -242,8 +242,8 @@ int main(int argc, char** argv) {
     advisor::Calibration c;
     c.generated = "2025-03-01T12:00:00Z";
     c.source = "tuning.jsonl";
-    c.entries.push_back({"h100-sxm5-80gb", "infiniband", 0.93, 0.88, 12, 4, 0.21, 0.05});
-    c.entries.push_back({"a100-sxm4-80gb", "", 1.02, 1.0, 3, 0, 0.1, 0.08});
+    c.entries.push_back({"h100-sxm5-80gb", "infiniband", "", 0.93, 0.88, 12, 4, 0.21, 0.05});
+    c.entries.push_back({"a100-sxm4-80gb", "", "megatron", 1.02, 1.0, 3, 0, 0.1, 0.08});
     put("calibration", "generated.toml", advisor::to_toml(c));
     for (const auto& e : entries("calibration")) put("calibration", "hand-" + std::to_string(g_count), e);
 

@@ -22,12 +22,7 @@ plugstack() {
 }
 plugstack "${BASE_ARGS[@]}"
 
-fail() { echo "FAIL: $*" >&2; failures=$((failures+1)); }
-pass() { echo "ok: $*"; }
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@"; then pass "$what"; else fail "$what"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"   # fail, pass, check, env_value (shared with tests/multinode)
 finish() {
   if [ "$failures" -ne 0 ]; then
     echo "--- slurmd log (tail) ---" >&2; tail -n 40 "$PARATUNE_TEST_DIR/log/slurmd.log" >&2 || true
@@ -43,8 +38,6 @@ run_batch() {
   (cd "$WORK" && env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI timeout 120 sbatch --parsable --wait -o "$WORK/slurm-%j.out" "$@" "$script")
 }
 
-# The value of VAR in an `env`-style dump FILE (empty if absent).
-env_value() { grep -m1 "^$2=" "$1" | cut -d= -f2- || true; }
 
 # Lines of the tuning log for a job.
 log_lines_for() {

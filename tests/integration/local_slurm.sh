@@ -110,6 +110,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu
 PlugStackConfig=$dir/etc/plugstack.conf
+EpilogSlurmctld=$dir/etc/epilog-slurmctld.sh
 ReturnToService=2
 MailProg=/bin/true
 JobCompType=jobcomp/none
@@ -131,6 +132,10 @@ CONF
   # the host's cgroup mounts (docs/slurm-versions.md).
   rm -f "$dir/etc/cgroup.conf"
   if series_at_least 24 11; then echo "CgroupPlugin=disabled" > "$dir/etc/cgroup.conf"; fi
+  # slurmctld's epilog hook: a no-op unless a test writes its own (test_site_view.sh). Slurm 22.05 hands
+  # EpilogSlurmctld to slurmscriptd when slurmctld starts, and `scontrol reconfigure` does not change it there,
+  # so the hook is configured from the start and tests swap its content.
+  printf '#!/bin/sh\nexit 0\n' > "$dir/etc/epilog-slurmctld.sh"; chmod 0755 "$dir/etc/epilog-slurmctld.sh"
   write_plugstack "$so" "$@"
   export SLURM_CONF=$conf
   slurmctld -f "$conf" || die "slurmctld did not start; see $dir/log/slurmctld.log"

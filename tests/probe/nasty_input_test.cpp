@@ -48,7 +48,7 @@ std::vector<Case> cases() {
       {"nccl-bad-vendor", "<system version=\"1\"><cpu><pci busid=\"0000:01:00.0\" vendor=\"0x123456\"/></cpu></system>"},
       {"nccl-unquoted", "<system version=1></system>"},
       {"nccl-dup-attr", "<system version=\"1\" version=\"1\"></system>"},
-      {"nccl-version-2", "<system version=\"2\"></system>"},
+      {"nccl-version-3", "<system version=\"3\"></system>"},
       {"nccl-deep", "<system version=\"1\">" + std::string(10000, '\0').replace(0, 10000, [] {
          std::string s;
          for (int i = 0; i < 2000; ++i) s += "<cpu>";

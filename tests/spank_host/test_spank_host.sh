@@ -59,7 +59,8 @@ PY
 # An srun step of that job inherits the decision: nothing decided again, no second line.
 step_env=(--env SLURM_NNODES=1 --env SLURM_STEP_GPUS=0,1,2,3,4,5,6,7 --env SLURM_GPUS_ON_NODE=8
           --env SLURM_JOB_PARTITION=debug --env "SLURM_SUBMIT_DIR=$T/submit")
-for kv in $(sed -n 's/^env \(PARATUNE_[A-Z_]*=.*\)$/\1/p' <<<"$out"); do step_env+=(--env "$kv"); done
+# One variable per line (values such as PARATUNE_ARGS_TEXT hold spaces).
+while IFS= read -r kv; do step_env+=(--env "$kv"); done < <(sed -n 's/^env \(PARATUNE_[A-Z_]*=.*\)$/\1/p' <<<"$out")
 out=$("$host" "$so" remote --job-id 101 --step 0 --option gpt3-1.3b "${step_env[@]}" -- "${args[@]}" 2>"$T/err")
 check "step 0: every callback returns 0" all_zero "$out"
 check "step 0: the inherited plan is kept" grep -qx "env PARATUNE_PLAN=$plan" <<<"$out"

@@ -156,9 +156,10 @@ TEST_F(Cli, LogTableJsonSvgAndSuspects) {
   EXPECT_EQ(count(doc, "<circle class=\"job"), 40u);
   EXPECT_NE(doc.find("Step-time breakdown of job 1003"), std::string::npos);
 
-  const Result sus = sh(cli() + " log --log " + log.string() + " --suspects --threshold 0.4", dir_);
+  const Result sus = sh(cli() + " log --log " + log.string() + " --suspects --threshold 0.8", dir_);
   EXPECT_EQ(sus.status, 0);
-  // the slow node halves throughput on a site already 0.6-0.9x of the model: it stands out below 0.4
+  // the slow node halves throughput on a site already 0.6-0.9x of the model: its uncalibrated jobs fall below the
+  // 0.8 widened by the model's out-of-sample error (to 0.48), the healthy ones do not
   EXPECT_EQ(sus.out.rfind("node", 0), 0u) << sus.out;
   EXPECT_NE(sus.out.find("gpu017"), std::string::npos) << sus.out;
 

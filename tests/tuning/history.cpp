@@ -19,7 +19,7 @@ using namespace paratune::advisor;
 
 std::string log_line(const std::string& job_id, long long time, const std::string& partition,
                      const std::vector<std::string>& nodes, const Scenario& s, const Layout& l,
-                     double predicted_step_s, double achieved_step_s) {
+                     double predicted_step_s, double achieved_step_s, bool calibrated) {
   const double tokens = double(s.training.global_batch) * s.model.seq_len;
   nlohmann::json j = {{"version", 1},
                       {"time", time},
@@ -34,7 +34,8 @@ std::string log_line(const std::string& job_id, long long time, const std::strin
                       {"gpu_model", s.cluster.gpu},
                       {"scenario", scenario_to_json(s)},
                       {"plan", layout_to_json(l)},
-                      {"predicted", {{"step_time_s", predicted_step_s}, {"tokens_per_s", tokens / predicted_step_s}}}};
+                      {"predicted", {{"step_time_s", predicted_step_s}, {"tokens_per_s", tokens / predicted_step_s},
+                                     {"calibrated", calibrated}}}};
   ReportSummary r;
   r.valid = true;
   r.step_time = {achieved_step_s, achieved_step_s * 0.98, achieved_step_s * 1.03, 50};
@@ -59,6 +60,9 @@ Scenario make(const std::string& model, const std::string& gpu, Fabric fabric, i
   s.training.global_batch = gbs;
   s.training.precision = prec;
   s.training.framework = Framework::Megatron;
+  // The site reduces gradients in fp32 (--accumulate-allreduce-grads-in-fp32): twice the data-parallel traffic
+  // of Megatron-Core's default, so that the network term is large enough to be recovered on its own.
+  s.training.grad_reduce_fp32 = true;
   s.cluster.gpu = gpu;
   s.cluster.nodes = nodes;
   s.cluster.gpus_per_node = 8;
@@ -118,7 +122,7 @@ std::string synthetic_history(int jobs, const SiteTruth& truth, unsigned seed) {
     double achieved = achieved_clean * std::exp(noise(rng));
     if (std::find(nodes.begin(), nodes.end(), truth.slow_node) != nodes.end()) achieved *= 2.0;
     out += log_line(std::to_string(1000 + i), t0 + 3600LL * i, h100 ? "h100" : "a100", nodes, t.s, t.l, predicted,
-                    achieved);
+                    achieved, truth.calibrated);
   }
   return out;
 }

@@ -14,6 +14,7 @@ struct SiteTruth {
   double a100_roce_compute = 1.10;                         // and of the a100/roce group (network untouched)
   double noise = 0.03;                                     // lognormal sigma of each job's achieved step time
   std::string slow_node = "gpu017";                        // jobs on it run at half speed (suspect)
+  bool calibrated = false;  // the lines say their prediction came from a calibration entry ("predicted"."calibrated")
 };
 
 // `jobs` tuning-log lines, end times one hour apart from 2025-01-01, partitions "h100" and "a100".
@@ -27,6 +28,6 @@ std::string published_history(const std::string& csv_path, size_t* rows = nullpt
 // A single log line (what the plugin writes, plus "achieved"/"ratio"/"node_list").
 std::string log_line(const std::string& job_id, long long time, const std::string& partition,
                      const std::vector<std::string>& nodes, const advisor::Scenario& s, const advisor::Layout& l,
-                     double predicted_step_s, double achieved_step_s);
+                     double predicted_step_s, double achieved_step_s, bool calibrated = false);
 
 }  // namespace paratune::tuning::testing

@@ -77,6 +77,12 @@ TEST(TuningLog, ParsesDates) {
   EXPECT_EQ(parse_date("@1735689600"), 1735689600LL);
   EXPECT_THROW(parse_date("yesterday"), std::invalid_argument);
   EXPECT_THROW(parse_date("2025-13-01"), std::invalid_argument);
+  // ISO-8601 with a zone: Z, +HH:MM, -HHMM; a fraction of a second is dropped
+  EXPECT_EQ(parse_date("2025-01-01T01:00:00Z"), 1735689600LL + 3600);
+  EXPECT_EQ(parse_date("2025-01-01T02:00:00+01:00"), 1735689600LL + 3600);
+  EXPECT_EQ(parse_date("2024-12-31T20:00:00.999-0500"), 1735689600LL + 3600);
+  EXPECT_THROW(parse_date("2025-01-01T01:00+25:00"), std::invalid_argument);
+  EXPECT_THROW(parse_date("2025-01-01T01:00:00 and more"), std::invalid_argument);  // not silently ignored
   EXPECT_EQ(format_date(1735689600LL + 3600), "2025-01-01 01:00");
 }
 
@@ -100,6 +106,7 @@ TEST(Suspects, NodesRecurringInFlaggedJobs) {
   truth.h100_ib_compute = 1.0;  // a site that matches the model, except for one slow node
   truth.h100_ib_network = 1.0;
   truth.a100_roce_compute = 1.0;
+  truth.calibrated = true;  // matching the model is what a calibration achieves: the threshold applies as is
   const TuningLog log = read_tuning_log(synthetic_history(80, truth));
   std::vector<const LogEntry*> all;
   size_t flagged_jobs = 0;
@@ -116,4 +123,47 @@ TEST(Suspects, NodesRecurringInFlaggedJobs) {
   EXPECT_EQ(nodes.front().flagged_jobs, flagged_jobs);
   EXPECT_EQ(nodes.front().flagged_jobs, nodes.front().jobs);  // every job on it was flagged
   for (size_t i = 1; i < nodes.size(); ++i) EXPECT_LT(nodes[i].flagged_jobs, nodes.front().flagged_jobs);
+}
+
+// Out of the box the model is optimistic: on a site where every job runs at ~0.65x of the prediction (3 % noise),
+// the policy's 0.7 would flag healthy jobs. Uncalibrated lines are judged against 0.7 x (1 - 0.4) = 0.42: the
+// healthy jobs pass, and the sick node, which halves every job it is in, is still found.
+TEST(Suspects, UncalibratedPredictionsDoNotCryWolf) {
+  SiteTruth truth;
+  truth.h100_ib_compute = truth.h100_ib_network = truth.a100_roce_compute = 0.65;
+  const TuningLog log = read_tuning_log(synthetic_history(80, truth));
+  std::vector<const LogEntry*> all;
+  size_t healthy_below_policy = 0, slow_jobs = 0;
+  for (const auto& e : log.entries) {
+    all.push_back(&e);
+    ASSERT_TRUE(e.ratio()) << e.job_id;
+    EXPECT_FALSE(e.predicted_calibrated);
+    const bool on_slow = std::find(e.node_names.begin(), e.node_names.end(), truth.slow_node) != e.node_names.end();
+    slow_jobs += on_slow;
+    if (!on_slow) healthy_below_policy += *e.ratio() < 0.7;
+    EXPECT_EQ(flagged(e, 0.7), on_slow) << e.job_id << " ratio " << *e.ratio();
+    if (on_slow) {
+      EXPECT_EQ(e.suspect_basis, "uncalibrated, threshold widened by 40 %") << e.job_id;
+    }
+  }
+  EXPECT_GT(healthy_below_policy, 20u);  // positive control: the unwidened 0.7 would have flagged these
+  ASSERT_GE(slow_jobs, 2u);
+  const auto nodes = suspect_nodes(all, 0.7);
+  ASSERT_FALSE(nodes.empty());
+  EXPECT_EQ(nodes.front().node, truth.slow_node);
+  EXPECT_EQ(nodes.front().flagged_jobs, slow_jobs);
+}
+
+// A flag written before the basis was recorded was set against the unwidened threshold: it is judged again.
+TEST(Suspects, LegacyFlagsWithoutABasisAreJudgedAgain) {
+  const std::string head = R"({"job_id": "1", "predicted": {"step_time_s": 1.0}, "achieved": {"median_step_time_s": )";
+  const TuningLog log = read_tuning_log(
+      head + R"(1.6}, "suspect": {"threshold": 0.7, "nodes": ["a"]}})" "\n" +  // ratio 0.625: healthy, uncalibrated
+      head + R"(3.0}, "suspect": {"threshold": 0.7, "nodes": ["b"]}})" "\n" +  // ratio 0.33: suspect either way
+      head + R"(1.6}, "suspect": {"threshold": 0.7, "basis": "calibrated", "nodes": ["c"]}})" "\n");
+  ASSERT_EQ(log.entries.size(), 3u);
+  EXPECT_FALSE(flagged(log.entries[0], 0.7));
+  EXPECT_TRUE(flagged(log.entries[1], 0.7));
+  EXPECT_TRUE(flagged(log.entries[2], 0.7));  // judged with a basis at job end: kept
+  EXPECT_EQ(log.entries[2].suspect_basis, "calibrated");
 }

@@ -53,11 +53,13 @@ TEST(Decision, EnvironmentContract) {
                         "PARATUNE_MICRO_BATCH", "PARATUNE_GLOBAL_BATCH", "PARATUNE_GRAD_ACCUM",
                         "PARATUNE_ZERO_STAGE", "PARATUNE_RECOMPUTE", "PARATUNE_SEQUENCE_PARALLEL",
                         "PARATUNE_PREDICTED_STEP_S", "PARATUNE_PREDICTED_TOKENS_PER_S", "PARATUNE_FINGERPRINT",
-                        "PARATUNE_PLAN", "PARATUNE_REPORT", "PARATUNE_FRAMEWORK", "PARATUNE_ARGS"})
+                        "PARATUNE_PLAN", "PARATUNE_REPORT", "PARATUNE_FRAMEWORK", "PARATUNE_FRAMEWORK_VERSION",
+                        "PARATUNE_ARGS", "PARATUNE_ARGS_TEXT"})
     EXPECT_TRUE(n.count(v)) << v;
   // Every variable carries a reason, and apply mode adds the advisor's NCCL/CUDA settings.
   for (const auto& e : env) EXPECT_FALSE(e.reason.empty()) << e.name;
-  EXPECT_EQ(env.size(), 18 + d.plan.env.size());
+  EXPECT_EQ(env.size(), 20 + d.plan.env.size());
+  EXPECT_FALSE(n.count("PARATUNE_MASTER_ADDR")) << "no node list given: no rendezvous host";
   EXPECT_EQ(kv_of(env)["PARATUNE_ARGS"], "/x/megatron.args");
   std::map<std::string, std::string> kv;
   for (const auto& e : env) kv[e.name] = e.value;
@@ -87,16 +89,41 @@ TEST(Decision, PlanFileCarriesScenarioAndPlan) {
   EXPECT_TRUE(j["plan"]["prediction"].contains("breakdown"));
 }
 
+// Only the plan's framework: plan.json, its arguments and torchrun's flags (issue 13: no FSDP NO_SHARD next to a
+// TP=2 Megatron plan).
 TEST(Decision, FrameworkArgumentFilesMatchThePlan) {
   auto d = decide(input("llama3-8b,gbs=256,tp=2"));
   const auto list = decision_files(d);
   std::map<std::string, std::string> files(list.begin(), list.end());
-  ASSERT_EQ(files.size(), 7u);
+  ASSERT_EQ(files.size(), 3u);
   EXPECT_NE(files["megatron.args"].find("--tensor-model-parallel-size 2"), std::string::npos) << files["megatron.args"];
-  auto ds = nlohmann::json::parse(files["deepspeed.json"]);
-  EXPECT_TRUE(ds.contains("train_batch_size") || ds.contains("zero_optimization")) << ds.dump();
+  EXPECT_FALSE(files.count("deepspeed.json") || files.count("fsdp.json") || files.count("nemo.args"));
   EXPECT_EQ(nlohmann::json::parse(files["plan.json"])["plan"]["layout"]["tp"], 2);
+  EXPECT_EQ(nlohmann::json::parse(files["plan.json"])["framework"]["version"], "core_v0.15");
   EXPECT_EQ(primary_args_file(d), "megatron.args");
+  // A DeepSpeed plan writes deepspeed.json instead.
+  auto ds = decide(input("llama3-8b,gbs=256,framework=deepspeed"));
+  const auto dl = decision_files(ds);
+  std::map<std::string, std::string> dfiles(dl.begin(), dl.end());
+  EXPECT_TRUE(nlohmann::json::parse(dfiles.at("deepspeed.json")).contains("train_batch_size"));
+  EXPECT_FALSE(dfiles.count("megatron.args"));
+}
+
+// torchrun's rendezvous: the allocation's first node (from Slurm's node list) and a port from the job id, both
+// injected and written literally into torchrun.args.
+TEST(Decision, RendezvousFromTheFirstNode) {
+  auto in = input("llama3-8b,gbs=256,framework=fsdp");
+  in.alloc.first_node = "gpu017";
+  in.alloc.job_id = "4242";
+  auto d = decide(in);
+  auto kv = kv_of(decision_env(d, "/x/plan.json", "/x/report.jsonl"));
+  EXPECT_EQ(kv["PARATUNE_MASTER_ADDR"], "gpu017");
+  EXPECT_EQ(kv["PARATUNE_MASTER_PORT"], "24242");
+  EXPECT_EQ(kv["PARATUNE_ARGS"], "/x/fsdp.json");
+  const auto list = decision_files(d);
+  std::map<std::string, std::string> files(list.begin(), list.end());
+  EXPECT_NE(files["torchrun.args"].find("--rdzv_endpoint=gpu017:24242 --rdzv_id=4242"), std::string::npos)
+      << files["torchrun.args"];
 }
 
 // The site policy has the last word (policy text in the shape of the policy issue's example).

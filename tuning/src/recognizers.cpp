@@ -135,7 +135,97 @@ std::optional<Figures> hf_trainer(const std::string& s) {
   return f;
 }
 
+// "22.00 MiB", "23.65 GiB", "0 bytes" right after `key` (from `from`): GiB, or nullopt.
+std::optional<double> size_after(const std::string& s, std::string_view key, size_t from = 0) {
+  const size_t k = s.find(key, from);
+  if (k == std::string::npos) return std::nullopt;
+  const auto v = number_after(s, key, false, k);
+  if (!v || *v < 0) return std::nullopt;
+  size_t i = k + key.size();
+  while (i < s.size() && (s[i] == ' ' || std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  const std::string unit = s.substr(i, 5);
+  double scale = 0;
+  if (unit.rfind("bytes", 0) == 0 || unit.rfind("B", 0) == 0) scale = 1.0 / (1024.0 * 1024 * 1024);
+  else if (unit.rfind("KiB", 0) == 0) scale = 1.0 / (1024.0 * 1024);
+  else if (unit.rfind("MiB", 0) == 0) scale = 1.0 / 1024;
+  else if (unit.rfind("GiB", 0) == 0) scale = 1;
+  else if (unit.rfind("TiB", 0) == 0) scale = 1024;
+  if (scale == 0) return std::nullopt;
+  const double gib = *v * scale;
+  return std::isfinite(gib) && gib < 1048576 ? std::optional<double>(gib) : std::nullopt;
+}
+
+// PyTorch's caching allocator message (c10/cuda/CUDACachingAllocator.cpp), CUDA or HIP.
+std::optional<OomFigures> torch_oom(const std::string& s, const char* device) {
+  const std::string oom = std::string(device) + " out of memory. Tried to allocate";
+  const std::string err = std::string(device) + " error: out of memory";
+  if (!has(s, oom) && !has(s, err)) return std::nullopt;
+  OomFigures f;
+  f.kind = std::string(device) == "HIP" ? "hip" : "cuda";
+  if (!has(s, oom)) return f;
+  f.tried_gib = size_after(s, "Tried to allocate");
+  if (has(s, "total capacity of")) f.capacity_gib = size_after(s, "total capacity of");
+  else if (has(s, "total capacty of")) f.capacity_gib = size_after(s, "total capacty of");  // PyTorch 2.1's typo
+  else if (const size_t k = s.find("(GPU "); k != std::string::npos) f.capacity_gib = size_after(s, ";", k);
+  if (const size_t k = s.find(" of which "); k != std::string::npos) f.free_gib = size_after(s, " of which ", k);
+  else if (const size_t a = s.find("already allocated;"); a != std::string::npos) f.free_gib = size_after(s, ";", a);
+  return f;
+}
+
+// NCCL's (and RCCL's) own warnings when a device allocation fails (src/include/alloc.h, enqueue.cc).
+std::optional<OomFigures> nccl_oom(const std::string& s) {
+  if (!has(s, "NCCL WARN")) return std::nullopt;
+  const bool failure = (has(s, "Cuda failure") || has(s, "Hip failure") || has(s, "HIP failure")) && has(s, "'out of memory'");
+  const bool calloc = has(s, "Failed to CUDA calloc") || has(s, "Failed to CUDA malloc") || has(s, "Failed to HIP");
+  if (!failure && !calloc) return std::nullopt;
+  OomFigures f;
+  f.kind = "nccl";
+  if (calloc) {
+    auto bytes = number_after(s, "calloc");
+    if (!bytes) bytes = number_after(s, "malloc");
+    if (bytes && *bytes > 0 && *bytes / (1024.0 * 1024 * 1024) < 1048576) f.tried_gib = *bytes / (1024.0 * 1024 * 1024);
+  }
+  return f;
+}
+
 }  // namespace
+
+std::optional<OomFigures> recognise_oom(std::string_view raw) {
+  if (raw.size() > 65536) return std::nullopt;
+  const std::string s = clean(raw);
+  if (auto f = torch_oom(s, "CUDA")) return f;
+  if (auto f = torch_oom(s, "HIP")) return f;
+  return nccl_oom(s);
+}
+
+std::optional<double> recognise_peak_memory_gib(std::string_view raw) {
+  if (raw.size() > 65536) return std::nullopt;
+  const std::string s = clean(raw);
+  auto in_range = [](std::optional<double> v, double scale) -> std::optional<double> {
+    if (!v || !(*v > 0)) return std::nullopt;
+    const double g = *v * scale;
+    return g < 1048576 ? std::optional<double>(g) : std::nullopt;
+  };
+  if (has(s, "memory (MB)")) {  // Megatron's report_memory: MB there are bytes / 2^20
+    if (auto v = in_range(number_after(s, "max reserved:"), 1.0 / 1024)) return v;
+    return in_range(number_after(s, "max allocated:"), 1.0 / 1024);
+  }
+  if (has(s, "step:") && has(s, "memory:") && has(s, "GiB(")) return in_range(number_after(s, "memory:"), 1);
+  if (has(s, "MaxMemAllocated=")) return in_range(number_after(s, "MaxMemAllocated="), 1);   // DeepSpeed, GB = 2^30
+  if (has(s, "Max_MA")) return in_range(number_after(s, "Max_MA"), 1);
+  return std::nullopt;
+}
+
+nlohmann::json oom_report_line(const OomFigures& f, std::string_view line) {
+  nlohmann::json j = {{"event", "oom"}, {"kind", f.kind}};
+  if (f.tried_gib) j["tried_gib"] = *f.tried_gib;
+  if (f.capacity_gib) j["capacity_gib"] = *f.capacity_gib;
+  if (f.free_gib) j["free_gib"] = *f.free_gib;
+  j["message"] = clean(line.substr(0, 300));
+  return j;
+}
+
+nlohmann::json memory_report_line(double peak_gib) { return {{"event", "memory"}, {"peak_gib", peak_gib}}; }
 
 const char* to_string(LogSource s) {
   switch (s) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace paratune::tuning {
 
@@ -63,6 +64,41 @@ std::optional<ReportSample> parse_line(std::string_view line, const ReportLimits
   return s;
 }
 
+std::optional<double> bounded_gib(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  return std::isfinite(v) && v >= 0 && v < 1048576 ? std::optional<double>(v) : std::nullopt;
+}
+
+// An event line of `paratune run` ({"event": "oom" | "memory", ...}); false when the line is not one.
+bool take_event(std::string_view line, const ReportLimits& lim, ParsedReport* r) {
+  if (line.size() > lim.max_line_bytes || line.find("\"event\"") == std::string_view::npos) return false;
+  const json j = json::parse(line.begin(), line.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("event") || !j["event"].is_string()) return false;
+  const std::string ev = j["event"].get<std::string>();
+  if (ev == "memory") {
+    const auto v = bounded_gib(j, "peak_gib");
+    if (!v) return false;
+    r->peak_memory_gib = std::max(r->peak_memory_gib.value_or(0), *v);
+  } else if (ev == "oom") {
+    if (!r->oom) {
+      ReportOom o;
+      const std::string kind = j.contains("kind") && j["kind"].is_string() ? j["kind"].get<std::string>() : "";
+      o.kind = kind == "cuda" || kind == "hip" || kind == "nccl" ? kind : "unknown";
+      o.tried_gib = bounded_gib(j, "tried_gib");
+      o.capacity_gib = bounded_gib(j, "capacity_gib");
+      o.free_gib = bounded_gib(j, "free_gib");
+      if (j.contains("message") && j["message"].is_string()) o.message = j["message"].get<std::string>().substr(0, 300);
+      r->oom = std::move(o);
+    }
+  } else {
+    return false;
+  }
+  ++r->events;
+  return true;
+}
+
 }  // namespace
 
 ParsedReport parse_report(std::string_view content, const ReportLimits& lim) {
@@ -77,6 +113,7 @@ ParsedReport parse_report(std::string_view content, const ReportLimits& lim) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     ++r.lines;
+    if (take_event(line, lim, &r)) continue;
     std::string why;
     auto s = parse_line(line, lim, &why);
     if (!s) {
@@ -105,12 +142,19 @@ ReportSummary summarize_report(std::string_view content, bool truncated, const W
   ParsedReport p = parse_report(content, limits);
   out.bad_lines = p.bad_lines;
   out.samples = p.samples.size();
+  out.oom = p.oom;
+  out.peak_memory_gib = p.peak_memory_gib;
   if (p.lines == 0) {
     out.invalid_reason = "empty";
     return out;
   }
+  if (p.samples.empty() && p.oom) {
+    out.invalid_reason = "no step reported before the out-of-memory death";
+    return out;
+  }
   if (p.samples.empty()) {
-    out.invalid_reason = "no valid line (" + std::to_string(p.bad_lines) + " bad; " + p.first_problem + ")";
+    out.invalid_reason = p.bad_lines ? "no valid line (" + std::to_string(p.bad_lines) + " bad; " + p.first_problem + ")"
+                                     : "no step reported";
     return out;
   }
   // Steps in step order when every sample names its step (several writers, or a restart, may interleave).
@@ -145,6 +189,7 @@ json to_json(const ReportSummary& s) {
     j["tokens_per_step"] = *s.tokens_per_step;
     j["tokens_per_s"] = *s.tokens_per_s();
   }
+  if (s.peak_memory_gib) j["peak_memory_gib"] = *s.peak_memory_gib;
   return j;
 }
 
@@ -164,13 +209,42 @@ std::optional<double> achieved_ratio(double predicted_step_s, const ReportSummar
 
 bool is_suspect(double ratio, double threshold) { return std::isfinite(ratio) && ratio > 0 && ratio < threshold; }
 
-void add_achieved(json& record, const std::optional<ReportSummary>& s, double threshold,
+double SuspectRule::effective_threshold() const {
+  return calibrated ? threshold : threshold * (1 - std::clamp(uncalibrated_error, 0.0, 1.0));
+}
+
+std::string SuspectRule::basis() const {
+  if (calibrated) return "calibrated";
+  char b[64];
+  std::snprintf(b, sizeof b, "uncalibrated, threshold widened by %.0f %%", 100 * std::clamp(uncalibrated_error, 0.0, 1.0));
+  return b;
+}
+
+SuspectRule suspect_rule_for(const json& record, double threshold) {
+  SuspectRule rule;
+  rule.threshold = threshold;
+  const auto p = record.find("predicted");
+  if (p != record.end() && p->is_object()) {
+    const auto c = p->find("calibrated");
+    rule.calibrated = c != p->end() && c->is_boolean() && c->get<bool>();
+  }
+  return rule;
+}
+
+void add_achieved(json& record, const std::optional<ReportSummary>& s, const SuspectRule& rule,
                   const std::vector<std::string>& nodes) {
   if (!s) {
     record["report"] = "missing";
     return;
   }
   record["report"] = report_status(*s);
+  if (s->oom) {
+    json o = {{"kind", s->oom->kind}, {"message", s->oom->message}};
+    if (s->oom->tried_gib) o["tried_gib"] = *s->oom->tried_gib;
+    if (s->oom->capacity_gib) o["capacity_gib"] = *s->oom->capacity_gib;
+    if (s->oom->free_gib) o["free_gib"] = *s->oom->free_gib;
+    record["oom"] = o;
+  }
   if (!s->valid) return;
   record["achieved"] = to_json(*s);
   double predicted = 0;
@@ -181,7 +255,14 @@ void add_achieved(json& record, const std::optional<ReportSummary>& s, double th
   const auto ratio = achieved_ratio(predicted, *s);
   if (!ratio) return;
   record["ratio"] = *ratio;
-  if (is_suspect(*ratio, threshold)) record["suspect"] = {{"threshold", threshold}, {"nodes", nodes}};
+  if (rule.suspect(*ratio))
+    record["suspect"] = {{"threshold", rule.effective_threshold()}, {"policy_threshold", rule.threshold},
+                         {"basis", rule.basis()}, {"nodes", nodes}};
+}
+
+void add_achieved(json& record, const std::optional<ReportSummary>& s, double threshold,
+                  const std::vector<std::string>& nodes) {
+  add_achieved(record, s, suspect_rule_for(record, threshold), nodes);
 }
 
 }  // namespace paratune::tuning

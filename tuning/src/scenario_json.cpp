@@ -71,6 +71,8 @@ Scenario scenario_from_json(const json& j) {
   opt_bool(t, "overlap_dp_comm", s.training.overlap_dp_comm);
   opt_bool(t, "compile", s.training.compile);
   opt_bool(t, "tp_comm_overlap", s.training.tp_comm_overlap);
+  opt_bool(t, "grad_reduce_fp32", s.training.grad_reduce_fp32);
+  opt_bool(t, "fp8_param_gather", s.training.fp8_param_gather);
   if (auto a = opt_str(t, "attention"); !a.empty()) s.training.attention = attention_from_string(a);
   if (auto r = opt_str(t, "fp8_recipe"); !r.empty()) s.training.fp8_recipe = fp8_recipe_from_string(r);
   const json& c = obj(j, "cluster");
@@ -84,6 +86,15 @@ Scenario scenario_from_json(const json& j) {
   s.cluster.gpu_nic_path = opt_str(c, "gpu_nic_path");
   opt_bool(c, "nvls", s.cluster.nvls);
   opt_bool(c, "rail_aligned", s.cluster.rail_aligned);
+  // The catalog overrides the job was predicted with (cluster.gpu_spec, e.g. a power-capped peak): a prediction
+  // made again without them would not be the job's prediction, and a fit on it would learn the override.
+  if (auto it = c.find("gpu_spec"); it != c.end() && !it->is_null()) {
+    if (!it->is_object()) throw std::invalid_argument("cluster.gpu_spec: must be an object");
+    opt_num(*it, "peak_tflops", s.cluster.peak_tflops, "cluster.gpu_spec.");
+    opt_num(*it, "memory_gib", s.cluster.memory_gib, "cluster.gpu_spec.");
+    opt_num(*it, "hbm_tbps", s.cluster.hbm_tbps, "cluster.gpu_spec.");
+    opt_num(*it, "nvlink_gbps", s.cluster.nvlink_gbps, "cluster.gpu_spec.");
+  }
   if (auto it = c.find("nics"); it != c.end() && it->is_array()) {
     for (const auto& n : *it) {
       if (!n.is_object()) continue;
@@ -127,17 +138,26 @@ json scenario_to_json(const Scenario& s) {
   if (s.training.overlap_dp_comm) training["overlap_dp_comm"] = *s.training.overlap_dp_comm;
   if (s.training.compile) training["compile"] = *s.training.compile;
   if (s.training.tp_comm_overlap) training["tp_comm_overlap"] = *s.training.tp_comm_overlap;
+  if (s.training.grad_reduce_fp32) training["grad_reduce_fp32"] = *s.training.grad_reduce_fp32;
+  if (s.training.fp8_param_gather) training["fp8_param_gather"] = *s.training.fp8_param_gather;
   if (s.training.attention) training["attention"] = to_string(*s.training.attention);
   if (s.training.fp8_recipe) training["fp8_recipe"] = to_string(*s.training.fp8_recipe);
+  json cluster = {{"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},
+                  {"nvlink_domain", c.nvlink_domain}, {"nic_count", c.nic_count}, {"nic_gbps", c.nic_gbps},
+                  {"fabric", to_string(c.fabric)}, {"gpu_nic_path", c.gpu_nic_path}, {"nvls", c.nvls},
+                  {"rail_aligned", c.rail_aligned}};
+  json overrides = json::object();  // only those set: 0 means "the catalog's", and absent reads back as 0
+  if (c.peak_tflops > 0) overrides["peak_tflops"] = c.peak_tflops;
+  if (c.memory_gib > 0) overrides["memory_gib"] = c.memory_gib;
+  if (c.hbm_tbps > 0) overrides["hbm_tbps"] = c.hbm_tbps;
+  if (c.nvlink_gbps > 0) overrides["nvlink_gbps"] = c.nvlink_gbps;
+  if (!overrides.empty()) cluster["gpu_spec"] = overrides;
   return {{"model", {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
                      {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
                      {"seq_len", m.seq_len}, {"gated_mlp", m.gated_mlp}, {"tied_embeddings", m.tied_embeddings},
                      {"dropout", m.dropout}}},
           {"training", training},
-          {"cluster", {{"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},
-                       {"nvlink_domain", c.nvlink_domain}, {"nic_count", c.nic_count}, {"nic_gbps", c.nic_gbps},
-                       {"fabric", to_string(c.fabric)}, {"gpu_nic_path", c.gpu_nic_path}, {"nvls", c.nvls},
-                       {"rail_aligned", c.rail_aligned}}}};
+          {"cluster", cluster}};
 }
 
 json layout_to_json(const Layout& l) {

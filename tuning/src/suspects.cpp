@@ -7,10 +7,19 @@
 
 namespace paratune::tuning {
 
+SuspectRule suspect_rule(const LogEntry& e, double threshold) {
+  SuspectRule rule;
+  rule.threshold = threshold;
+  rule.calibrated = e.predicted_calibrated;
+  return rule;
+}
+
 bool flagged(const LogEntry& e, double threshold) {
-  if (e.flagged) return true;
   const auto r = e.ratio();
-  return r && is_suspect(*r, threshold);
+  // A flag without a basis was set against the unwidened threshold (before the basis was recorded) and cries wolf
+  // on uncalibrated predictions: judge the ratio again. Without a ratio there is nothing to judge it by.
+  if (e.flagged && (!e.suspect_basis.empty() || !r)) return true;
+  return r && suspect_rule(e, threshold).suspect(*r);
 }
 
 std::vector<SuspectNode> suspect_nodes(const std::vector<const LogEntry*>& entries, double threshold,

@@ -6,11 +6,83 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "paratune/advisor/catalog.h"
 #include "paratune/tuning/scenario_json.h"
 
 namespace paratune::tuning {
 
 using nlohmann::json;
+
+namespace {
+
+// Reads exactly `n` digits at s[*i] (advancing *i); false when they are not there.
+bool digits(std::string_view s, size_t* i, size_t n, int* out) {
+  if (*i + n > s.size()) return false;
+  int v = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const char c = s[*i + k];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *i += n;
+  *out = v;
+  return true;
+}
+
+// "Z", "+HH", "+HH:MM", "+HHMM" (or '-') at the end of s[i..]: the offset east of UTC in seconds.
+std::optional<long long> utc_offset(std::string_view s, size_t i) {
+  if (i == s.size()) return 0;  // no designator: UTC, as every time paratune writes
+  if (s[i] == 'Z' || s[i] == 'z') return i + 1 == s.size() ? std::optional<long long>(0) : std::nullopt;
+  if (s[i] != '+' && s[i] != '-') return std::nullopt;
+  const int sign = s[i] == '-' ? -1 : 1;
+  int h = 0, m = 0;
+  ++i;
+  if (!digits(s, &i, 2, &h) || h > 23) return std::nullopt;
+  if (i < s.size() && s[i] == ':') ++i;
+  if (i < s.size() && (!digits(s, &i, 2, &m) || m > 59)) return std::nullopt;
+  if (i != s.size()) return std::nullopt;
+  return sign * (h * 3600LL + m * 60LL);
+}
+
+// ISO-8601 / RFC 3339: YYYY-MM-DD[(T|t| )HH:MM[:SS[.fraction]][Z|+HH:MM|-HH:MM]] -> unix seconds (fraction
+// dropped). nullopt when the text is not of that form; nothing after it is ignored (an ignored "+02:00" would
+// shift the time by two hours).
+std::optional<long long> iso8601(std::string_view s) {
+  size_t i = 0;
+  int Y = 0, M = 0, D = 0, h = 0, m = 0, sec = 0;
+  if (!digits(s, &i, 4, &Y) || i >= s.size() || s[i++] != '-' || !digits(s, &i, 2, &M) || i >= s.size() ||
+      s[i++] != '-' || !digits(s, &i, 2, &D))
+    return std::nullopt;
+  long long offset = 0;
+  if (i < s.size()) {
+    if (s[i] != 'T' && s[i] != 't' && s[i] != ' ') return std::nullopt;
+    ++i;
+    if (!digits(s, &i, 2, &h) || i >= s.size() || s[i++] != ':' || !digits(s, &i, 2, &m)) return std::nullopt;
+    if (i < s.size() && s[i] == ':') {
+      ++i;
+      if (!digits(s, &i, 2, &sec)) return std::nullopt;
+      if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
+        const size_t f = ++i;
+        while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+        if (i == f) return std::nullopt;
+      }
+    }
+    const auto off = utc_offset(s, i);
+    if (!off) return std::nullopt;
+    offset = *off;
+  }
+  if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60 || Y < 1970) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = Y - 1900;
+  tm.tm_mon = M - 1;
+  tm.tm_mday = D;
+  tm.tm_hour = h;
+  tm.tm_min = m;
+  tm.tm_sec = sec;
+  return static_cast<long long>(timegm(&tm)) - offset;
+}
+
+}  // namespace
 
 namespace {
 
@@ -35,10 +107,58 @@ std::optional<double> num(const json& j, const char* key) {
   return v;
 }
 
+// An achieved throughput given as tokens/s instead of a step time: step time = tokens per step / tokens per second,
+// the tokens per step as logged ("tokens_per_step") or else the scenario's global batch x sequence length (what
+// the model's own tokens/s is counted in).
+std::optional<double> step_from_tokens(const json& achieved, const std::optional<advisor::Scenario>& s) {
+  const auto tps = num(achieved, "tokens_per_s");
+  if (!tps || *tps <= 0) return std::nullopt;
+  double per_step = num(achieved, "tokens_per_step").value_or(0);
+  if (per_step <= 0 && s) per_step = double(s->training.global_batch) * double(s->model.seq_len);
+  if (!(per_step > 0)) return std::nullopt;
+  const double step = per_step / *tps;
+  return std::isfinite(step) && step > 0 ? std::optional<double>(step) : std::nullopt;
+}
+
+// A logged size in GiB: positive, finite and below 1 PiB, else absent.
+std::optional<double> gib(const json& j, const char* key) {
+  const auto v = num(j, key);
+  return v && *v >= 0 && *v < 1048576 ? v : std::nullopt;
+}
+
+std::optional<OomRecord> oom_from(const json& j) {
+  const auto it = j.find("oom");
+  if (it == j.end() || !it->is_object()) return std::nullopt;
+  OomRecord o;
+  o.kind = str(*it, "kind");
+  if (o.kind.empty()) o.kind = "unknown";
+  o.tried_gib = gib(*it, "tried_gib");
+  o.capacity_gib = gib(*it, "capacity_gib");
+  o.free_gib = gib(*it, "free_gib");
+  o.predicted_gib = gib(*it, "predicted_memory_gib");
+  o.message = str(*it, "message").substr(0, 512);
+  return o;
+}
+
+void read_predicted(const json& p, LogEntry& e) {
+  e.predicted_step_s = num(p, "step_time_s").value_or(0);
+  e.predicted_tokens_per_s = num(p, "tokens_per_s").value_or(0);
+  e.predicted_tokens_per_s_per_gpu = num(p, "tokens_per_s_per_gpu").value_or(0);
+  e.predicted_memory_gib = gib(p, "memory_gib_per_gpu").value_or(0);
+  if (auto c = p.find("calibrated"); c != p.end() && c->is_boolean()) e.predicted_calibrated = c->get<bool>();
+}
+
 LogEntry entry_from(const json& j, size_t line) {
   LogEntry e;
   e.line = line;
+  e.step_id = str(j, "step_id");
+  if (auto t = j.find("truncated"); t != j.end() && t->is_boolean()) e.truncated = t->get<bool>();
+  e.oom = oom_from(j);
   e.time = static_cast<long long>(bounded(num(j, "time"), 9.2e18));
+  if (const auto it = j.find("time"); it != j.end() && it->is_string()) {
+    // Lines written by other tools carry ISO-8601 times; one that does not parse is absent (0), like a bad number.
+    if (const auto t = iso8601(it->get<std::string>())) e.time = *t;
+  }
   e.job_id = str(j, "job_id");
   e.user = str(j, "user");
   e.partition = str(j, "partition");
@@ -72,19 +192,19 @@ LogEntry entry_from(const json& j, size_t line) {
       e.scenario_problem = std::string("plan: ") + ex.what();
     }
   }
-  if (auto it = j.find("predicted"); it != j.end() && it->is_object()) {
-    e.predicted_step_s = num(*it, "step_time_s").value_or(0);
-    e.predicted_tokens_per_s = num(*it, "tokens_per_s").value_or(0);
-  }
+  if (auto it = j.find("predicted"); it != j.end() && it->is_object()) read_predicted(*it, e);
   if (auto it = j.find("achieved"); it != j.end() && it->is_object()) {
     if (auto v = num(*it, "median_step_time_s"); v && *v > 0) e.achieved_step_s = v;
+    else e.achieved_step_s = step_from_tokens(*it, e.scenario);
     if (auto v = num(*it, "p10_step_time_s"); v && *v > 0) e.achieved_p10_s = v;
     if (auto v = num(*it, "p90_step_time_s"); v && *v > 0) e.achieved_p90_s = v;
     // Bounded like every other count: 1e300 steps would make size_t(...) undefined behaviour.
     e.achieved_steps = size_t(std::max(0.0, bounded(num(*it, "steps"), 9.0e15)));
+    e.peak_memory_gib = gib(*it, "peak_memory_gib");
   }
   if (auto it = j.find("suspect"); it != j.end() && it->is_object()) {
     e.flagged = true;
+    if (auto b = it->find("basis"); b != it->end() && b->is_string()) e.suspect_basis = b->get<std::string>();
     if (auto n = it->find("nodes"); n != it->end() && n->is_array())
       for (const auto& x : *n)
         if (x.is_string()) e.flagged_nodes.push_back(x.get<std::string>());
@@ -100,6 +220,38 @@ std::optional<double> LogEntry::ratio() const {
 }
 
 std::string LogEntry::fabric() const { return scenario ? advisor::to_string(scenario->cluster.fabric) : ""; }
+
+std::string LogEntry::framework() const {
+  return scenario ? advisor::to_string(scenario->training.framework) : "";
+}
+
+std::string LogEntry::model() const { return scenario ? scenario->model.name : ""; }
+
+int LogEntry::gpus() const {
+  if (scenario) return scenario->cluster.nodes * scenario->cluster.gpus_per_node;
+  return nodes * gpus_per_node;
+}
+
+std::optional<double> LogEntry::predicted_per_gpu() const {
+  if (predicted_tokens_per_s_per_gpu > 0) return predicted_tokens_per_s_per_gpu;
+  if (predicted_tokens_per_s > 0 && gpus() > 0) return predicted_tokens_per_s / gpus();
+  return std::nullopt;
+}
+
+std::optional<double> LogEntry::achieved_tokens_per_s_per_gpu() const {
+  const auto r = ratio();
+  const auto p = predicted_per_gpu();
+  if (r && p) return *p * *r;
+  if (!achieved_step_s || !scenario || gpus() <= 0) return std::nullopt;
+  const double tokens = double(scenario->training.global_batch) * double(scenario->model.seq_len);
+  if (!(tokens > 0)) return std::nullopt;
+  return tokens / *achieved_step_s / gpus();
+}
+
+double LogEntry::gpu_memory_gib() const {
+  if (!scenario || !advisor::is_gpu_key(scenario->cluster.gpu)) return 0;
+  return advisor::effective_gpu(scenario->cluster).memory_gib;
+}
 
 TuningLog read_tuning_log(std::string_view content, const ReadLimits& lim) {
   TuningLog log;
@@ -187,27 +339,17 @@ std::vector<std::string> expand_hostlist(std::string_view list) {
 
 long long parse_date(std::string_view t) {
   const std::string s(t);
-  const char* forms = "expected YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] (UTC) or unix seconds (@N)";
+  const char* forms =
+      "expected YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS[.fff]] (UTC unless it ends in Z or +HH:MM/-HH:MM) or unix seconds (@N)";
   if (!s.empty() && (s[0] == '@' || s.find_first_not_of("0123456789") == std::string::npos)) {
     const std::string d = s[0] == '@' ? s.substr(1) : s;
     if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos)
       throw std::invalid_argument("'" + s + "': " + forms);
     return std::stoll(d);
   }
-  int Y = 0, M = 0, D = 0, h = 0, m = 0, sec = 0;
-  char sep = 0;
-  int n = std::sscanf(s.c_str(), "%4d-%2d-%2d%c%2d:%2d:%2d", &Y, &M, &D, &sep, &h, &m, &sec);
-  const bool ok = (n == 3 && s.size() == 10) || ((n == 6 || n == 7) && (sep == 'T' || sep == ' '));
-  if (!ok || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60 || Y < 1970 || Y > 9999)
-    throw std::invalid_argument("'" + s + "': " + forms);
-  std::tm tm{};
-  tm.tm_year = Y - 1900;
-  tm.tm_mon = M - 1;
-  tm.tm_mday = D;
-  tm.tm_hour = h;
-  tm.tm_min = m;
-  tm.tm_sec = sec;
-  return static_cast<long long>(timegm(&tm));
+  const auto v = iso8601(t);
+  if (!v) throw std::invalid_argument("'" + s + "': " + forms);
+  return *v;
 }
 
 std::string format_date(long long t) {

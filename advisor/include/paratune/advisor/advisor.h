@@ -21,7 +21,8 @@ struct SearchLimits {
   double memory_headroom_gib = 0;                     // extra reserve per GPU
   int top_n = 5;
   bool all_frameworks = false;                        // also search the other frameworks (those in `frameworks`)
-  bool allow_tp_beyond_nvlink = false;                // TP groups may span NVLink domains (slow; off)
+  bool allow_tp_beyond_nvlink = false;                // TP groups may span nodes beyond the NVLink domain (slow;
+                                                      // off); inside a node TP is searched at its PCIe cost
   std::optional<ModelParams> params;                  // the site's calibration (calibration_file.h); unset = shipped
   double time_budget_s = 5.0;                         // stop searching after this long and say so (0 = no budget)
 };

@@ -30,6 +30,8 @@ struct GpuSpec {
   bool nvls = false;          // NVLink SHARP capable (NVSwitch gen3+)
   bool bf16 = true;           // BF16 tensor cores present
   int sm_count = 0;           // streaming multiprocessors / compute units (for CUDA_DEVICE_MAX_CONNECTIONS notes)
+  bool fast_softmax = false;  // Blackwell Ultra (B300/GB300): twice the SFU exponent rate ("2x attention-layer
+                              // acceleration", NVIDIA Blackwell Ultra data sheet): fused attention runs faster
   const char* source = "";    // data sheet
 };
 

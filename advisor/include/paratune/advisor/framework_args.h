@@ -1,24 +1,37 @@
-// Ready-to-use framework arguments for a plan: Megatron-LM arguments, NeMo overrides, DeepSpeed config JSON,
-// torchtitan TOML, plain-FSDP settings and torchrun flags. Pure strings; the caller writes them where it wants.
+// Ready-to-use arguments for a plan's framework, in the form its version reads: a Megatron argument file, NeMo-Run
+// overrides, a DeepSpeed JSON (with the Megatron-DeepSpeed arguments when TP/PP > 1), torchtitan TOML (v0.2) or
+// CLI flags (main), an FSDP settings file with PyTorch's own names, and torchrun flags. Pure strings; the caller
+// writes them where it wants. One adapter per framework in advisor/src/frameworks/.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "paratune/advisor/plan.h"
 #include "paratune/advisor/scenario.h"
 
 namespace paratune::advisor {
 
-struct FrameworkArgs {
-  std::string primary;          // the one for plan.framework: "megatron" | "nemo" | "deepspeed" | "fsdp" | "torchtitan"
-  std::string megatron;         // Megatron-LM / Megatron-DeepSpeed command-line arguments
-  std::string nemo;             // NeMo 2 recipe overrides (key=value ...)
-  std::string deepspeed_json;   // DeepSpeed config (JSON object)
-  std::string torchtitan_toml;  // torchtitan [parallelism] / [training] / [activation_checkpoint] TOML
-  std::string fsdp;             // PyTorch FSDP settings (key=value ...)
-  std::string torchrun;         // torchrun flags (rendezvous from the Slurm environment)
+// Where torchrun's rendezvous goes. Empty fields are written as the shell variables the plugin exports
+// (PARATUNE_MASTER_ADDR, PARATUNE_MASTER_PORT, SLURM_JOB_ID).
+struct Launch {
+  std::string master_addr, master_port, job_id;
 };
 
-FrameworkArgs framework_args(const Scenario& s, const Plan& plan);
+struct ArgsFile {
+  std::string name;     // e.g. "megatron.args"
+  std::string content;  // ends with a newline
+};
+
+struct FrameworkArgs {
+  Framework framework = Framework::Megatron;
+  std::string version;                // framework_versions() id
+  std::vector<ArgsFile> files;        // files[0] is $PARATUNE_ARGS; Megatron-DeepSpeed adds its argument file
+  std::string torchrun;               // torchrun flags (the launcher for every framework here but NeMo-Run)
+  std::vector<std::string> notes;     // what stays the user's to set for this version (README: the boundary)
+};
+
+// The arguments for plan.framework at the scenario's framework version.
+FrameworkArgs framework_args(const Scenario& s, const Plan& plan, const Launch& launch = {});
 
 }  // namespace paratune::advisor

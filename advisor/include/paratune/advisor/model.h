@@ -6,6 +6,7 @@
 
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/plan.h"
+#include "paratune/advisor/resolved.h"
 #include "paratune/advisor/scenario.h"
 
 namespace paratune::advisor {
@@ -35,12 +36,30 @@ struct ModelParams {
   double step_overhead_s = 0.02;     // per optimizer step (data loader, logging, bookkeeping)
   double mb_overhead_us = 300;       // per micro-batch per pipeline stage (schedule, Python, launch gaps)
   // The software stack, indexed by Framework (Megatron, DeepSpeed, Fsdp, Torchtitan, Nemo). Compute efficiency is
-  // relative to the fitted GEMM efficiency (which Megatron-family rows dominate); the per-layer overhead is paid
-  // per transformer layer per micro-batch, forward and backward together: module hooks, unshard/reshard
-  // bookkeeping, unfused elementwise kernels and their launches — the cost that dominates small models and that
-  // CUDA graphs and fused kernels (Megatron-Core, NeMo) mostly remove. Values: calibration.cpp (fitted or prior).
+  // relative to the fitted GEMM efficiency (cuBLAS GEMMs in every stack: 1.0 unless data says otherwise).
+  // cpu_layer_us is the host time to issue one transformer layer's kernels and collectives for one micro-batch,
+  // forward and backward (module hooks, Python dispatch and autograd: ~120 eager ops at ~20 us each; Megatron-Core's
+  // and Transformer Engine's fused kernels issue ~4x fewer, at ~10 us). The GPU runs ahead of the host, so a layer takes
+  // max(GPU time, host time): small layers (small models, TP-split GEMMs, micro-batch 1) become launch-bound.
   double stack_compute_eff[5] = {1.0, 1.0, 1.0, 1.0, 1.0};
+  double cpu_layer_us[5] = {250, 2500, 2500, 2500, 250};
+  // Host time per layer and micro-batch that the GPU cannot run ahead of (synchronising hooks, blocking
+  // collectives issued from Python, allocator calls): paid on top of the layer's time. 0 until fitted.
   double layer_overhead_us[5] = {0, 0, 0, 0, 0};
+  // The share of a layer's compute that hides DeepSpeed ZeRO-3's parameter gathers and gradient reduce-scatters:
+  // its hooks fetch parameters module by module in prefetch buckets and wait on them (stage3_max_live_parameters,
+  // per-parameter synchronisation), where FSDP and Megatron-FSDP prefetch a whole block a layer ahead (1.0). 0.5,
+  // assumed: the only rows that would fit it (the ZeRO++ paper's figure labels) are context-only.
+  double ds_zero3_overlap = 0.5;
+  // Elementwise HBM traffic of eager PyTorch stacks (FSDP, torchtitan, DeepSpeed's HF models) relative to
+  // Megatron-Core's fused kernels: unfused RMSNorm, rotary, SwiGLU and residual adds each read and write their
+  // tensors (prior 2; torch.compile then applies compile_elt_scale).
+  double eager_elt_factor = 2.0;
+  // On Hopper and Blackwell the eager PyTorch stacks reach a smaller fraction of the GEMM efficiency the Megatron
+  // family reaches (no fused/persistent kernels between the GEMMs, FlashAttention-2's wgmma-less kernels, launch
+  // gaps that a 3x faster GPU exposes); on Ampere and older they match it (MosaicML's A100 rows). Prior 0.8
+  // (assumed), fitted on the H100 rows of the PyTorch-native sweep.
+  double eager_hopper_eff = 0.8;
   // Latency of one ring step of an all-gather / reduce-scatter inside a node (NCCL LL protocol over NVLink);
   // steps between nodes pay alpha_net_us (NCCL src/graph/tuning.cc: intra and inter steps of a ring).
   double alpha_ring_intra_us = 1.0;
@@ -50,6 +69,8 @@ struct ModelParams {
   double fp8_recipe_gain[5] = {1.0, 1.0, 0.93, 0.85, 1.0};  // delayed, tensorwise, rowwise, blockwise, mxfp8:
                                      // finer scales cost extra quantisation kernels; MXFP8 is native on Blackwell
   double mxfp8_emulated_gain = 0.80; // MXFP8 on Hopper (no hardware block scales): emulated with extra casts
+  double ultra_attn_gain = 2.0;      // fused attention on Blackwell Ultra (GpuSpec::fast_softmax) over Blackwell:
+                                     // the data sheet's "2x attention-layer acceleration" (prior; fitted)
   double compile_elt_scale = 0.6;    // torch.compile fuses elementwise chains: HBM traffic of norms, residuals,
                                      // activations (FSDP, torchtitan); Megatron-Core/NeMo already fuse them
 };
@@ -73,10 +94,13 @@ double model_flops_per_token(const ModelSpec& m);
 double activation_bytes_per_layer(const ModelSpec& m, int b, int tp, int cp, bool sp, Recompute r, bool flash,
                                   bool fp8 = false);
 
-// Pre-computed scenario constants; evaluate() is then allocation-free (about a microsecond).
+// The scenario resolved once (resolved.h); evaluate() then adds up the model's named terms (advisor/src/model/:
+// compute, collectives, parallel communication, pipeline, once-per-step terms, memory), allocation-free (about a
+// microsecond).
 class Evaluator {
  public:
   Evaluator(const Scenario& s, Framework f, const ModelParams& p = shipped_params());
+  Evaluator(Resolved r, const ModelParams& p);
 
   struct Result {
     double step_s = 0;
@@ -96,8 +120,8 @@ class Evaluator {
   Result evaluate(const Layout& l) const;
 
   // Time of one collective of `bytes` (the full, unsharded buffer) on a group of `k` GPUs whose ranks are `stride`
-  // apart in the global rank order (TP innermost, then CP, DP, PP); `concurrent` = GPUs per node running the same
-  // kind of collective at once (they share the node's NICs).
+  // apart in the global rank order (TP innermost, then CP, DP, PP); concurrent groups of the same kind share the
+  // node's (or multi-node NVLink domain's) NICs.
   double collective_s(Coll c, double bytes, int k, int stride) const;
   // Bus bandwidth (GB/s) such a group achieves for large messages.
   double group_busbw_gbps(int k, int stride, bool allreduce) const;
@@ -108,37 +132,17 @@ class Evaluator {
   double gemm_s(double M, double N, double K, bool linear = true) const;
   static double gemm_shape_factor(double M, double N, double K);
 
-  double capacity_gib() const { return capacity_gib_; }
-  const GpuSpec& gpu() const { return gpu_; }
-  Framework framework() const { return fw_; }
-  const Scenario& scenario() const { return s_; }
+  double capacity_gib() const { return r_.capacity_gib; }
+  const GpuSpec& gpu() const { return r_.gpu; }
+  Framework framework() const { return r_.stack.framework; }
+  const Scenario& scenario() const { return r_.s; }
+  const Resolved& resolved() const { return r_; }
+  const ModelParams& params() const { return p_; }
   double headroom_gib = 0;  // extra reserve per GPU (policy)
 
  private:
-  struct Stage {
-    int layers;
-    bool first, last;
-  };
-  void stage_layers(const Layout& l, int* first, int* mid, int* last) const;
-
-  Scenario s_;
-  Framework fw_;
   ModelParams p_;
-  GpuSpec gpu_;
-  double attn_gain_ = 1;   // the scenario's attention kernel against the framework's default
-  double elt_scale_ = 1;   // elementwise HBM traffic multiplier (torch.compile fuses some)
-  double peak_ = 0;        // FLOP/s, 16-bit
-  double peak_lin_ = 0;    // FLOP/s for linear layers (FP8 gain applied)
-  double hbm_ = 0;         // bytes/s achieved
-  double capacity_gib_ = 0;
-  double node_net_gbps_ = 0;  // achieved NIC aggregate per node, GB/s
-  double nvl_gbps_ = 0, pcie_gbps_ = 0;
-  int G_ = 1, D_ = 1;
-  bool flash_ = true, overlap_dp_ = true, tp_overlap_ = false;
-  // model constants
-  double h_ = 0, a_ = 0, g_ = 0, f_ = 0, V_ = 0, s_len_ = 0, L_ = 0;
-  double P_layer_ = 0, P_emb_ = 0;
-  bool gated_ = false, dropout_ = false, tied_ = false;
+  Resolved r_;
 };
 
 }  // namespace paratune::advisor

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "paratune/advisor/placement.h"
+
 namespace paratune::advisor {
 
 enum class Framework { Megatron, DeepSpeed, Fsdp, Torchtitan, Nemo };
@@ -51,6 +53,7 @@ struct TrainingSpec {
   int global_batch = 0;    // sequences per optimizer step
   Precision precision = Precision::Bf16;
   Framework framework = Framework::Megatron;
+  std::string framework_version;         // framework_versions() id; "" = the framework's default (site policy may set it)
   // Physical switches the performance model needs; unset = the framework's current default.
   std::optional<bool> overlap_dp_comm;   // gradient reduce / param gather overlapped with compute (Megatron-Core
                                          // --overlap-grad-reduce, DeepSpeed overlap_comm, FSDP prefetch); false for
@@ -62,6 +65,12 @@ struct TrainingSpec {
   std::optional<bool> compile;           // torch.compile of the model (FSDP, torchtitan)
   std::optional<bool> tp_comm_overlap;   // TP communication overlapped with GEMMs (Megatron --tp-comm-overlap,
                                          // torchtitan async TP)
+  std::optional<bool> grad_reduce_fp32;  // gradients accumulated and reduced in fp32 (Megatron
+                                         // --accumulate-allreduce-grads-in-fp32 / grad_reduce_in_fp32, FSDP
+                                         // reduce_dtype); default: off for Megatron-Core, NeMo and DeepSpeed (their
+                                         // defaults), on for FSDP and torchtitan (torchtitan's default)
+  std::optional<bool> fp8_param_gather;  // FP8 primary weights, gathered in FP8 (Megatron --fp8-param-gather,
+                                         // NeMo fp8_params); default off
 };
 
 // One compute NIC as the advisor sees it (from the probe or the scenario file).
@@ -93,9 +102,13 @@ struct ClusterSpec {
   // Added by the advisor:
   std::string topology_file;       // [cluster] topology = "..." as written; resolved by the caller (CLI), never read here
   bool rail_aligned = true;        // one NIC per GPU on its own rail (DGX-style); false = NICs shared / off-rail
+  bool rail_alignment_known = false;  // rail_aligned was stated (scenario file), not assumed
   bool nvls = false;               // NVLink SHARP available and healthy (NVSwitch gen3+, Fabric Manager up)
   std::string socket_ifname;       // bootstrap/socket interface for NCCL_SOCKET_IFNAME, when known
   std::string nccl_version;        // when known ("2.21.5")
+  // Where the job's nodes sit under the leaf switches (from Slurm's topology; TOML [cluster.placement]); unset =
+  // not known, every node pair gets the NICs' full bandwidth.
+  std::optional<Placement> placement;
 };
 
 // In `predict`, a fully given layout; in `advise`, constraints (unset = free).

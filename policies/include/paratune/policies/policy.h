@@ -83,7 +83,11 @@ struct Facts {
   std::optional<advisor::Fabric> fabric;
   std::optional<std::string> nccl_topo_file;  // vendor NCCL topology file (absolute path on the compute node)
   std::optional<bool> nvls;                   // NVLink SHARP usable (false: Fabric Manager broken / not wanted)
+  // Above each leaf switch of Slurm's topology: downlink / uplink bandwidth (2 = 2:1, half the bandwidth leaves the
+  // leaf). Unset: 1, a non-blocking fat tree, so the switch placement of a job changes nothing.
+  std::optional<double> leaf_oversubscription;
 };
+inline constexpr double kDefaultLeafOversubscription = 1.0;
 
 struct EnvRules {
   std::map<std::string, std::string> force;     // always set; a user's value is replaced

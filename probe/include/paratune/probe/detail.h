@@ -18,8 +18,13 @@ struct GpuModelInfo {
   const char* key;           // catalog key ("a100-sxm4-40gb")
   double memory_gib;         // 0 = unknown
   double nvlink_gbps;        // unidirectional GB/s per GPU into its NVLink domain, 0 = no NVLink
-  enum Fabric { None, Switch, Mesh } fabric;  // Switch: NVSwitch (all GPUs of the node); Mesh: per socket
+  // Switch: NVSwitch (all GPUs of the node); Mesh: NVLink per socket; Xgmi: AMD Infinity Fabric between all the
+  // node's GPUs of the model (OAM parts); None: PCIe only.
+  enum Fabric { None, Switch, Mesh, Xgmi } fabric;
+  int domain_span = 0;       // GPUs in one NVLink domain across nodes (GB200/GB300 NVL72: 72); 0 = the node's
 };
+// By catalog key ("h100-sxm5-80gb"): the first entry with that key, nullptr if none.
+const GpuModelInfo* find_gpu_model_by_key(const std::string& key);
 const GpuModelInfo* find_gpu_model(uint16_t vendor_id, uint16_t device_id);  // nullptr if unknown
 std::string gpu_model_key(uint16_t vendor_id, uint16_t device_id);            // key or "unknown-10de:xxxx"
 const std::vector<GpuModelInfo>& gpu_model_table();

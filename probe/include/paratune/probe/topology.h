@@ -63,6 +63,11 @@ struct Topology {
   std::vector<std::vector<std::string>> gpu_pci_paths;
   std::vector<std::vector<std::string>> gpu_nic_paths;  // GPU x NIC (one column per entry of `nics`)
   int numa_nodes = 0;                 // NUMA nodes of the machine (0 = unknown)
+  // Added (optional in JSON): nothing in the source said what the NVLink/xGMI domain is and the GPU model is not
+  // known either, so nvlink_domains is a guess (every GPU alone) — "unknown", not "none"; the decision takes the
+  // domain from the GPU model the site's policy names (facts.gpu) and says what it assumed.
+  bool nvlink_unknown = false;
+  int nvlink_domain_span = 0;         // GPUs in one NVLink domain counting other nodes' (NVL72: 72); 0 = this node
 };
 
 }  // namespace paratune::probe

@@ -1,11 +1,14 @@
-// Calibrating the model from the site's logged jobs: per (GPU model, fabric), refit a multiplier on the GEMM
-// efficiency (compute_scale) and, when enough multi-node jobs exist, on the fabric efficiency (network_scale),
+// Calibrating the model from the site's logged jobs: per (GPU model, fabric, framework), refit a multiplier on the
+// GEMM efficiency (compute_scale) and, when enough multi-node jobs exist, on the fabric efficiency (network_scale),
 // minimising the mean Huber loss of the log step-time error (squared up to 10 %, linear beyond, so jobs slowed by
-// a sick node do not drag the fit) with a weak pull towards 1 (no change). A group with
-// fewer than `min_samples` usable jobs keeps the shipped parameters. docs/calibration.md.
+// a sick node do not drag the fit) with a weak pull towards 1 (no change). Stacks are fitted apart because they
+// fall short of the model by different amounts on the same hardware: pooled, one stack rescales the other. The
+// jobs of stacks with fewer than `min_samples` jobs are pooled per (GPU model, fabric) into a framework-less
+// fallback entry; a pool that is still too small keeps the shipped parameters. docs/calibration.md.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,8 +18,16 @@
 
 namespace paratune::tuning {
 
+// Jobs a group needs before it gets an entry (a stack's own, or the (GPU, fabric) fallback). Why 5: same-config
+// repeats differ by 2-8 % run to run (data/calibration/README.md), so the mean log error of 5 jobs is known to
+// about 8 % / sqrt(5) = 3.6 % -- finer than the difference between stacks this grouping exists for (Megatron on
+// H100: 9.8 % error fitted alone, 18.1 % when FSDP jobs shared the fit) -- and one sick-node job among 5 is
+// outweighed by the Huber loss's linear tail. With fewer, one job would set the stack's multiplier.
+constexpr size_t kMinSamplesPerGroup = 5;
+
 struct CalibrateOptions {
-  size_t min_samples = 5;            // jobs per (GPU, fabric) before compute_scale is fitted
+  size_t min_samples = kMinSamplesPerGroup;  // jobs per group before compute_scale is fitted
+  bool per_framework = true;         // false: one entry per (GPU, fabric) over all stacks (the earlier grouping)
   size_t min_multinode = 5;          // multi-node jobs in the group before network_scale is fitted
   double prior_weight = 0.02;        // pull of log(scale) towards 0, relative to the mean squared log error
   double huber_delta = 0.1;          // log errors beyond this count linearly (robust to sick-node jobs)
@@ -31,9 +42,17 @@ struct Sample {
   long long time = 0;
 };
 
-// The usable samples of a log (and how many entries were skipped, by reason, in `skipped`).
+// Lines the fit cannot use, by reason ("no achieved figures", "unknown GPU", ...).
+using SkipTally = std::map<std::string, size_t>;
+
+// The usable samples of a log; every entry left out is counted in `skipped` under its reason.
+std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const CalibrateOptions& o, SkipTally* skipped);
+// The same with the tally as "N skipped: reason" lines.
 std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const CalibrateOptions& o,
                                    std::vector<std::string>* skipped = nullptr);
+
+// "skipped 3: no achieved figures; 1: unknown GPU" (most frequent first); "" when nothing was skipped.
+std::string skipped_summary(const SkipTally& skipped);
 
 // Predicted step time of a sample under a calibration (the shipped parameters for an empty one).
 double predict_step(const Sample& s, const advisor::Calibration& c);
@@ -47,6 +66,8 @@ ErrorStats error_stats(const std::vector<Sample>& samples, const advisor::Calibr
 
 struct GroupReport {
   std::string gpu, fabric;
+  std::string framework;             // "" = the fallback: the stacks below min_samples, pooled (listed in `stacks`)
+  std::string stacks;                // the frameworks of the group's jobs, "megatron" or "deepspeed, fsdp"
   size_t samples = 0, multinode = 0;
   bool fitted = false;               // false: below the minimum-sample rule
   std::string note;                  // why not / what was fitted

@@ -48,4 +48,29 @@ std::optional<double> step_time(const Figures& f, const StepContext& ctx);
 // The report line (`$PARATUNE_REPORT` format) for a recognised line; nullopt without a step time.
 std::optional<nlohmann::json> report_line(const Figures& f, const StepContext& ctx);
 
+// Out-of-memory deaths in a framework's output (tests/fixtures/logs/oom.log holds real ones with their sources):
+//   PyTorch  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total capacity
+//            of 23.65 GiB of which 11.06 MiB is free. ..." (2.x; "capacty" in 2.1), "RuntimeError: CUDA out of
+//            memory. Tried to allocate 128.00 MiB (GPU 0; 11.17 GiB total capacity; ...; 24.81 MiB free; ...)"
+//            (1.x), and the same with "HIP out of memory" on ROCm
+//   NCCL     "NCCL WARN Cuda failure 'out of memory'", "NCCL WARN Failed to CUDA calloc 6291456 bytes",
+//            "ncclSystemError ... Cuda failure 'out of memory'" (and "Hip failure" / "Failed to HIP ..." on RCCL)
+// A line that only talks about memory ("I sometimes get CUDA OOM") is not one: each form is anchored on the
+// message the library itself prints.
+struct OomFigures {
+  std::string kind;                          // "cuda", "hip", "nccl"
+  std::optional<double> tried_gib, capacity_gib, free_gib;
+};
+std::optional<OomFigures> recognise_oom(std::string_view line);
+
+// The peak memory per GPU a line reports, in GiB: Megatron's "memory (MB) | ... | max reserved: X" (else
+// "max allocated"), torchtitan's "memory: 9.46GiB(64.99%)" (its max reserved), DeepSpeed's
+// "MaxMemAllocated=9.02GB" / see_memory_usage "Max_MA 1.2 GB" (allocated: a lower bound).
+std::optional<double> recognise_peak_memory_gib(std::string_view line);
+
+// The report lines for them: {"event": "oom", "kind": ..., "tried_gib": ..., "capacity_gib": ..., "free_gib": ...,
+// "message": the line, capped at 300 bytes} and {"event": "memory", "peak_gib": X}.
+nlohmann::json oom_report_line(const OomFigures& f, std::string_view line);
+nlohmann::json memory_report_line(double peak_gib);
+
 }  // namespace paratune::tuning

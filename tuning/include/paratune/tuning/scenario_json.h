@@ -11,7 +11,8 @@ namespace paratune::tuning {
 
 // Throw std::invalid_argument naming the field. Missing optional fields take the advisor's defaults; the few the
 // log line does not carry today (tied_embeddings, dropout, flash_attention, overlap_dp_comm, nvls, rail_aligned)
-// are read when present.
+// are read when present, and so are the catalog overrides cluster.gpu_spec {peak_tflops, memory_gib, hbm_tbps,
+// nvlink_gbps} (written only when set), so that the job is predicted again on the baseline it was planned with.
 advisor::Scenario scenario_from_json(const nlohmann::json& j);
 advisor::Layout layout_from_json(const nlohmann::json& j);
 

@@ -5,11 +5,18 @@
 #include <string>
 #include <vector>
 
+#include "paratune/tuning/report.h"
 #include "paratune/tuning/tuning_log.h"
 
 namespace paratune::tuning {
 
-// A logged job counts as flagged when its line carries a "suspect" flag, or when its ratio is below `threshold`.
+// The rule a logged job is judged by: `threshold` as is when its prediction was calibrated ("predicted"."calibrated"),
+// widened by the model's out-of-sample error otherwise (SuspectRule, report.h).
+SuspectRule suspect_rule(const LogEntry& e, double threshold);
+
+// A logged job counts as flagged when its line carries a "suspect" flag with a "basis" (judged at job end by the
+// same rule), or when its ratio is suspect under suspect_rule(e, threshold). A flag without a basis (lines written
+// before it was recorded, against the unwidened threshold) is judged again from the ratio when there is one.
 bool flagged(const LogEntry& e, double threshold);
 
 struct SuspectNode {

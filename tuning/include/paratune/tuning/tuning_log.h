@@ -15,9 +15,21 @@
 
 namespace paratune::tuning {
 
+// An out-of-memory death the job's report recorded (`paratune run` recognised it in the framework's output;
+// docs/tuning-log.md "Out-of-memory deaths").
+struct OomRecord {
+  std::string kind;                      // "cuda", "hip" (PyTorch's caching allocator), "nccl"
+  std::optional<double> tried_gib, capacity_gib, free_gib;  // as the message gave them
+  std::optional<double> predicted_gib;   // "oom"."predicted_memory_gib": the plan's predicted memory per GPU
+  std::string message;                   // the recognised line, capped
+};
+
 struct LogEntry {
   size_t line = 0;                       // 1-based line number in the log
-  long long time = 0;                    // "time": job end, unix seconds
+  std::string file;                      // the file the line came from ("" = a single unnamed text)
+  std::string step_id;
+  bool truncated = false;                // the line says "truncated": true (bulky fields left out)
+  long long time = 0;                    // "time": job end, unix seconds (or an ISO-8601 string)
   std::string job_id, user, partition, host, gpu_model, state, report;
   int nodes = 0, gpus_per_node = 0;
   std::vector<std::string> node_names;   // "node_list" (array or Slurm hostlist string), else "host"
@@ -25,14 +37,29 @@ struct LogEntry {
   std::optional<advisor::Layout> layout;      // when "plan" parses
   std::string scenario_problem;          // why scenario/layout did not parse
   double predicted_step_s = 0, predicted_tokens_per_s = 0;
+  bool predicted_calibrated = false;     // "predicted"."calibrated": the plan used a site calibration entry
+  double predicted_tokens_per_s_per_gpu = 0, predicted_memory_gib = 0;
+  // "achieved"."median_step_time_s", or else tokens per step / "achieved"."tokens_per_s" (tokens per step from
+  // "achieved"."tokens_per_step", or the scenario's global batch x sequence length).
   std::optional<double> achieved_step_s, achieved_p10_s, achieved_p90_s;
   size_t achieved_steps = 0;
+  std::optional<double> peak_memory_gib;  // "achieved"."peak_memory_gib": the framework's logged peak per GPU
+  std::optional<OomRecord> oom;          // the job died of an out-of-memory error
   bool flagged = false;                  // the line carries a "suspect" flag
   std::vector<std::string> flagged_nodes;
+  std::string suspect_basis;             // "suspect"."basis"; "" on lines judged before the basis was recorded
 
   // achieved / predicted throughput (predicted step / achieved median step), when both are known.
   std::optional<double> ratio() const;
   std::string fabric() const;            // the scenario's fabric, "" without a scenario
+  std::string framework() const;         // the scenario's training.framework, "" without a scenario
+  std::string model() const;             // the scenario's model name (preset), "" without a scenario
+  int gpus() const;                      // nodes x GPUs per node (the scenario's when known)
+  // Achieved tokens/s per GPU: predicted tokens/s per GPU x ratio, or the scenario's tokens per step / achieved
+  // step time / GPUs; nullopt when neither is known.
+  std::optional<double> achieved_tokens_per_s_per_gpu() const;
+  std::optional<double> predicted_per_gpu() const;  // predicted tokens/s per GPU (logged, or derived)
+  double gpu_memory_gib() const;         // the GPU's capacity the model planned with (catalog or gpu_spec), 0 unknown
   bool nodes_known() const { return !node_names.empty(); }
 };
 
@@ -57,7 +84,8 @@ TuningLog read_tuning_log(std::string_view content, const ReadLimits& limits = {
 // "node[01-03,07],gpu-a" -> node01 node02 node03 node07 gpu-a (Slurm hostlist; bounded to 100000 names).
 std::vector<std::string> expand_hostlist(std::string_view list);
 
-// "2025-03-01", "2025-03-01T12:30", "2025-03-01 12:30:05" (UTC) or unix seconds ("@1740787200" or digits).
+// "2025-03-01", "2025-03-01T12:30", "2025-03-01 12:30:05" (UTC), ISO-8601 with a zone ("2025-03-01T12:30:05.5Z",
+// "2025-03-01T14:30:05+02:00") or unix seconds ("@1740787200" or digits).
 // Throws std::invalid_argument naming the accepted forms.
 long long parse_date(std::string_view text);
 std::string format_date(long long unix_seconds);  // "2025-03-01 12:30" UTC

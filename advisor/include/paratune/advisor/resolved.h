@@ -1,0 +1,55 @@
+// A scenario resolved once for one framework: the GPU's numbers after catalog overrides, the achieved bandwidths of
+// its NVLink, PCIe and NICs, the software stack's switches and the model's dimensions. Every model term
+// (advisor/src/model/) reads from this one value instead of looking the cluster up again; an Evaluator holds one.
+#pragma once
+
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/scenario.h"
+
+namespace paratune::advisor {
+
+struct ModelParams;
+
+// What the software stack changes, resolved from the framework and the scenario's switches (docs/model.md,
+// "software stack").
+struct StackProfile {
+  Framework framework = Framework::Megatron;
+  bool flash = true;          // fused attention (FlashAttention class): exists from Ampere on and unless "none"
+  double attn_gain = 1;       // the scenario's attention kernel against the framework's default
+  double elt_scale = 1;       // elementwise HBM traffic multiplier (fitted scale, torch.compile, eager kernels)
+  bool overlap_dp = true;     // gradient reduce / parameter gather overlapped with compute
+  bool tp_overlap = false;    // TP communication overlapped with GEMMs (userbuffers, async TP)
+  bool megatron_core = true;  // Megatron-LM or NeMo (fused kernels, distributed optimizer semantics)
+  bool pytorch_native = false;  // FSDP or torchtitan (per-parameter sharding, fp32 sharded parameters)
+  bool grad_fp32 = false;     // gradients accumulated and reduced in fp32 (else in the 16-bit parameter dtype)
+  bool fp8_params = false;    // FP8 primary weights, gathered in FP8 (Megatron-Core with fp8_param_gather)
+  double grad_bytes() const { return grad_fp32 ? 4 : 2; }
+  double gather_bytes() const { return fp8_params ? 1 : 2; }  // per parameter in a parameter all-gather
+};
+
+struct ModelDims {
+  double h = 0, a = 0, g = 0, f = 0, V = 0, s = 0, L = 0;  // hidden, heads, kv heads, ffn, vocab, sequence, layers
+  double P_layer = 0, P_emb = 0;                          // parameters per layer, in the embedding table
+  bool gated = false, dropout = false, tied = false;
+};
+
+struct Resolved {
+  Scenario s;
+  GpuSpec gpu;
+  StackProfile stack;
+  ModelDims m;
+  double peak = 0;         // FLOP/s, 16-bit, achieved for large GEMMs (fitted efficiency applied)
+  double peak_lin = 0;     // FLOP/s for linear layers (FP8 gain applied)
+  double hbm = 0;          // bytes/s achieved for streaming kernels
+  double capacity_gib = 0;
+  double node_net_gbps = 0;  // achieved NIC aggregate per node, GB/s
+  double nvl_gbps = 0, pcie_gbps = 0;
+  int G = 1;               // GPUs per node
+  int D = 1;               // GPUs per NVLink domain
+  int island() const { return G > D ? G : D; }  // GPUs that reach each other without the scale-out network
+};
+
+// Resolve `s` for framework `f` under parameters `p` (the only place the catalog is consulted).
+Resolved resolve(const Scenario& s, Framework f, const ModelParams& p);
+
+}  // namespace paratune::advisor

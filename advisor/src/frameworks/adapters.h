@@ -1,0 +1,36 @@
+// One adapter per framework: the plan in the form the framework version reads (framework_args.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/framework_args.h"
+#include "paratune/advisor/framework_versions.h"
+
+namespace paratune::advisor::frameworks {
+
+// What every adapter needs: the scenario, the plan's layout, the version and facts derived once.
+struct PlanView {
+  const Scenario& s;
+  const Plan& plan;
+  const Layout& l;
+  const FrameworkVersion& version;
+  int accum = 1;                 // micro-batches per step per data-parallel rank
+  bool hopper_plus = false;      // Hopper or Blackwell (TP overlap defaults on there)
+  bool uneven_pipeline = false;  // layers % pp != 0: embedding and loss count as pipeline layers
+  bool tp_overlap() const;       // TP communication overlap is wanted and possible (tp > 1 with sequence parallel)
+};
+
+void megatron(const PlanView& v, FrameworkArgs& out);
+void nemo(const PlanView& v, FrameworkArgs& out);
+void deepspeed(const PlanView& v, FrameworkArgs& out);
+void torchtitan(const PlanView& v, FrameworkArgs& out);
+void fsdp(const PlanView& v, FrameworkArgs& out);
+std::string torchrun(const PlanView& v, const Launch& launch);
+
+// Helpers shared by the adapters.
+std::string join(const std::vector<std::string>& items, const char* sep);
+const char* fp8_recipe_name(const Scenario& s);  // Megatron/NeMo --fp8-recipe value (default delayed)
+
+}  // namespace paratune::advisor::frameworks

@@ -1,0 +1,52 @@
+// framework_args(): the plan's framework and version pick the adapter.
+#include "adapters.h"
+
+namespace paratune::advisor {
+
+namespace frameworks {
+
+bool PlanView::tp_overlap() const {
+  return l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(hopper_plus);
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  return out;
+}
+
+const char* fp8_recipe_name(const Scenario& s) {
+  switch (s.training.fp8_recipe.value_or(Fp8Recipe::Delayed)) {
+    case Fp8Recipe::Delayed: return "delayed";
+    case Fp8Recipe::Tensorwise: return "tensorwise";
+    case Fp8Recipe::Blockwise: return "blockwise";
+    case Fp8Recipe::Mxfp8: return "mxfp8";
+    case Fp8Recipe::Rowwise: return "rowwise";
+  }
+  return "delayed";
+}
+
+}  // namespace frameworks
+
+FrameworkArgs framework_args(const Scenario& s, const Plan& plan, const Launch& launch) {
+  const FrameworkVersion& version = version_for(s, plan.framework);
+  const GpuSpec g = effective_gpu(s.cluster);
+  frameworks::PlanView v{s, plan, plan.layout, version};
+  v.accum = plan.layout.grad_accum(s.training.global_batch);
+  v.hopper_plus = g.arch == GpuArch::Hopper || g.arch == GpuArch::Blackwell;
+  v.uneven_pipeline = plan.layout.pp > 1 && s.model.layers % plan.layout.pp != 0;
+  FrameworkArgs out;
+  out.framework = plan.framework;
+  out.version = version.id;
+  switch (plan.framework) {
+    case Framework::Megatron: frameworks::megatron(v, out); break;
+    case Framework::Nemo: frameworks::nemo(v, out); break;
+    case Framework::DeepSpeed: frameworks::deepspeed(v, out); break;
+    case Framework::Torchtitan: frameworks::torchtitan(v, out); break;
+    case Framework::Fsdp: frameworks::fsdp(v, out); break;
+  }
+  out.torchrun = frameworks::torchrun(v, launch);
+  return out;
+}
+
+}  // namespace paratune::advisor

@@ -1,0 +1,73 @@
+// Megatron-LM arguments (pretrain_gpt.py). Names and rules: tests/contracts/megatron--<version>.json.
+#include "adapters.h"
+
+namespace paratune::advisor::frameworks {
+
+namespace {
+
+const char* attention_backend(const TrainingSpec& t) {
+  if (t.attention) {
+    switch (*t.attention) {
+      case Attention::Flash2:
+      case Attention::Flash3: return "flash";
+      case Attention::Cudnn: return "fused";
+      case Attention::None: return "unfused";
+    }
+  }
+  if (t.flash_attention && !*t.flash_attention) return "unfused";
+  return nullptr;  // Megatron's own default (auto)
+}
+
+}  // namespace
+
+void megatron(const PlanView& v, FrameworkArgs& out) {
+  const Layout& l = v.l;
+  const TrainingSpec& t = v.s.training;
+  std::vector<std::string> a;
+  auto add = [&](std::string flag, std::string value = "") { a.push_back(value.empty() ? flag : flag + " " + value); };
+  add("--tensor-model-parallel-size", std::to_string(l.tp));
+  add("--pipeline-model-parallel-size", std::to_string(l.pp));
+  if (l.cp > 1) add("--context-parallel-size", std::to_string(l.cp));
+  if (l.pp > 1 && l.virtual_stages > 1) add("--num-virtual-stages-per-pipeline-rank", std::to_string(l.virtual_stages));
+  if (v.uneven_pipeline) {
+    add("--account-for-embedding-in-pipeline-split");
+    add("--account-for-loss-in-pipeline-split");
+  }
+  if (l.sequence_parallel && l.tp > 1) add("--sequence-parallel");
+  add("--micro-batch-size", std::to_string(l.micro_batch));
+  add("--global-batch-size", std::to_string(t.global_batch));
+  add("--seq-length", std::to_string(v.s.model.seq_len));
+  if (l.zero_stage == 1) add("--use-distributed-optimizer");
+  if (l.zero_stage >= 3) {
+    // Megatron-FSDP asserts the fsdp_dtensor checkpoint format (and CUDA_DEVICE_MAX_CONNECTIONS != 1: env.cpp).
+    add("--use-megatron-fsdp");
+    add("--data-parallel-sharding-strategy", "optim_grads_params");
+    add("--ckpt-format", "fsdp_dtensor");
+  }
+  if (l.dp * l.cp > 1 && t.overlap_dp_comm.value_or(true)) {
+    add("--overlap-grad-reduce");
+    if (l.zero_stage == 1) add("--overlap-param-gather");
+  }
+  if (v.tp_overlap()) add("--tp-comm-overlap");
+  if (l.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
+  if (l.recompute == Recompute::Full) {
+    add("--recompute-granularity", "full");
+    add("--recompute-method", "uniform");
+    add("--recompute-num-layers", "1");
+  }
+  add(t.precision == Precision::Fp16 ? "--fp16" : "--bf16");
+  if (t.precision == Precision::Fp8) {
+    add("--fp8-format", "hybrid");
+    add("--fp8-recipe", fp8_recipe_name(v.s));
+    if (std::string(fp8_recipe_name(v.s)) == "delayed") {
+      add("--fp8-amax-history-len", "1024");
+      add("--fp8-amax-compute-algo", "max");
+    }
+  }
+  if (const char* backend = attention_backend(t)) add("--attention-backend", backend);
+  out.files.push_back({"megatron.args", join(a, " ") + "\n"});
+  out.notes.push_back("model architecture (--num-layers, --hidden-size, ...), tokenizer, data and checkpoint paths "
+                      "stay yours: append them after $(cat $PARATUNE_ARGS)");
+}
+
+}  // namespace paratune::advisor::frameworks

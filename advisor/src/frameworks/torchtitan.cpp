@@ -1,0 +1,108 @@
+// torchtitan: v0.2.x reads a TOML job config (JobConfig sections), main a Python config function plus the frozen
+// --section.option CLI. Names: tests/contracts/torchtitan--<version>.json.
+#include <sstream>
+
+#include "adapters.h"
+
+namespace paratune::advisor::frameworks {
+
+namespace {
+
+struct Degrees {
+  int shard = 1, replicate = 1;
+};
+
+// FSDP shards within data_parallel_shard_degree and replicates across the rest (HSDP); ZeRO 0 = DDP only.
+Degrees dp_degrees(const Layout& l) {
+  Degrees d{l.dp, 1};
+  if (l.zero_stage == 0) return {1, l.dp};
+  if (l.shard_group > 0) {
+    int shard = l.shard_group % l.cp == 0 ? l.shard_group / l.cp : l.shard_group;
+    if (shard < 1 || l.dp % shard) shard = l.dp;
+    d = {shard, l.dp / shard};
+  }
+  return d;
+}
+
+// torchtitan v0.2 model names and flavors for the presets it ships (torchtitan/models/llama3).
+std::pair<std::string, std::string> model_flavor(const std::string& preset) {
+  if (preset == "llama3-8b") return {"llama3", "8B"};
+  if (preset == "llama3-70b") return {"llama3", "70B"};
+  if (preset == "llama3-405b") return {"llama3", "405B"};
+  return {"", ""};
+}
+
+bool async_tp(const PlanView& v) { return v.tp_overlap() && v.s.training.compile.value_or(false); }
+
+// Tokens per micro-batch per data-parallel rank and per pipeline: local batch as torchtitan counts it.
+int local_batch(const PlanView& v) { return v.l.pp > 1 ? v.l.micro_batch * v.accum : v.l.micro_batch; }
+
+std::string toml(const PlanView& v, FrameworkArgs& out) {
+  const Layout& l = v.l;
+  const Degrees d = dp_degrees(l);
+  std::ostringstream o;
+  const auto [name, flavor] = model_flavor(v.s.model.name);
+  if (!name.empty()) o << "[model]\nname = \"" << name << "\"\nflavor = \"" << flavor << "\"\n";
+  else out.notes.push_back("[model] name and flavor: " + v.s.model.name + " is not a torchtitan model preset; set them");
+  if (v.s.training.precision == Precision::Fp8) {
+    if (name.empty()) o << "[model]\n";
+    o << "converters = [\"quantize.linear.float8\"]\n";
+  }
+  if (o.tellp() > 0) o << "\n";
+  o << "[parallelism]\ndata_parallel_replicate_degree = " << d.replicate << "\ndata_parallel_shard_degree = " << d.shard
+    << "\ntensor_parallel_degree = " << l.tp << "\npipeline_parallel_degree = " << l.pp
+    << "\ncontext_parallel_degree = " << l.cp << "\n";
+  if (l.pp > 1) {
+    o << "pipeline_parallel_schedule = \"" << (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n"
+      << "pipeline_parallel_microbatch_size = " << l.micro_batch << "\n";
+    if (l.virtual_stages > 1 && v.s.model.layers % (l.pp * l.virtual_stages) == 0)  // else the default, 2 per rank
+      o << "pipeline_parallel_layers_per_stage = " << v.s.model.layers / (l.pp * l.virtual_stages) << "\n";
+  }
+  if (l.tp > 1) o << "enable_async_tensor_parallel = " << (async_tp(v) ? "true" : "false") << "\n";
+  o << "\n[training]\nlocal_batch_size = " << local_batch(v) << "\nglobal_batch_size = " << v.s.training.global_batch
+    << "\nseq_len = " << v.s.model.seq_len << "\nmixed_precision_param = \"bfloat16\"\n";
+  o << "\n[activation_checkpoint]\nmode = \"" << to_string(l.recompute) << "\"\n";
+  if (l.recompute == Recompute::Selective) o << "selective_ac_option = \"op\"\n";
+  if (v.s.training.compile.value_or(false)) o << "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]\n";
+  return o.str();
+}
+
+std::string cli(const PlanView& v, FrameworkArgs& out) {
+  const Layout& l = v.l;
+  const Degrees d = dp_degrees(l);
+  const long seq = v.s.model.seq_len;
+  std::vector<std::string> f = {
+      "--parallelism.data_parallel_replicate_degree " + std::to_string(d.replicate),
+      "--parallelism.data_parallel_shard_degree " + std::to_string(d.shard),
+      "--parallelism.tensor_parallel_degree " + std::to_string(l.tp),
+      "--parallelism.pipeline_parallel_degree " + std::to_string(l.pp),
+      "--parallelism.context_parallel_degree " + std::to_string(l.cp),
+      "--training.num_tokens_per_microbatch_per_dp_rank " + std::to_string(seq * l.micro_batch),
+      "--training.num_tokens_per_train_step " + std::to_string(seq * v.s.training.global_batch),
+      "--training.max_context_length " + std::to_string(seq)};
+  if (l.pp > 1) {
+    f.push_back(std::string("--parallelism.pipeline_parallel_schedule ") +
+                (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B"));
+    f.push_back("--parallelism.num_pp_microbatches " + std::to_string(v.accum));
+    if (l.virtual_stages > 1 && v.s.model.layers % (l.pp * l.virtual_stages) == 0)
+      f.push_back("--parallelism.pipeline_parallel_layers_per_stage " +
+                  std::to_string(v.s.model.layers / (l.pp * l.virtual_stages)));
+  }
+  if (v.s.training.compile.value_or(false)) f.push_back("--compile.enable");
+  if (async_tp(v)) f.push_back("--compile.enable_async_tensor_parallel");
+  out.notes.push_back(std::string("torchtitan main: activation checkpointing (") + to_string(l.recompute) +
+                      ") and the model are set in your config function (Trainer.Config.activation_checkpoint, "
+                      "model_spec); the frozen CLI has no option for them");
+  if (v.s.training.precision == Precision::Fp8)
+    out.notes.push_back("torchtitan main: FP8 is a model converter in the config function (quantize.linear.float8)");
+  return join(f, " ") + "\n";
+}
+
+}  // namespace
+
+void torchtitan(const PlanView& v, FrameworkArgs& out) {
+  if (v.version.id == "main") out.files.push_back({"torchtitan.flags", cli(v, out)});
+  else out.files.push_back({"torchtitan.toml", toml(v, out)});
+}
+
+}  // namespace paratune::advisor::frameworks

@@ -1,0 +1,95 @@
+// The supported-version table and what each version cannot run. Every refusal quotes the rule in the
+// framework's source that would stop the launch (tests/contracts/*.json hold the extracted rules; the contract
+// tests check each rule here against them).
+#include "paratune/advisor/framework_versions.h"
+
+#include <stdexcept>
+
+namespace paratune::advisor {
+
+namespace {
+
+using F = Framework;
+
+std::vector<FrameworkVersion> make_table() {
+  const std::string mlm = "github:NVIDIA/Megatron-LM ";
+  return {
+      {F::Megatron, "core_v0.15", "Megatron-LM / Megatron-Core 0.15", mlm + "core_v0.15.3", "megatron--core_v0.15", true},
+      {F::Megatron, "core_v0.14", "Megatron-LM / Megatron-Core 0.14", mlm + "core_v0.14.0", "megatron--core_v0.14", false},
+      {F::Megatron, "main", "Megatron-LM main of 2026-08-22", mlm + "d98e8a64ddf3", "megatron--main", false},
+      {F::Nemo, "2.4", "NeMo 2.4 (NeMo-Run recipes) on Megatron-Core 0.14", "github:NVIDIA/NeMo v2.4.0", "nemo--2.4", true},
+      {F::DeepSpeed, "0.16", "DeepSpeed 0.16 (data parallel / ZeRO, no model parallelism)",
+       "github:deepspeedai/DeepSpeed v0.16.9", "deepspeed--0.16", true},
+      {F::DeepSpeed, "0.19", "DeepSpeed 0.19 (data parallel / ZeRO, no model parallelism)",
+       "github:deepspeedai/DeepSpeed v0.19.5", "deepspeed--0.19", false},
+      {F::DeepSpeed, "megatron-deepspeed", "Megatron-DeepSpeed (TP/PP through its mpu) with DeepSpeed 0.16",
+       "github:deepspeedai/Megatron-DeepSpeed 4efb479d5317", "megatron-deepspeed--main", false},
+      {F::Torchtitan, "v0.2", "torchtitan v0.2.x (TOML job config)", "github:pytorch/torchtitan v0.2.2",
+       "torchtitan--v0.2", true},
+      {F::Torchtitan, "main", "torchtitan main of 2026-08-21 (Python config + frozen CLI flags)",
+       "github:pytorch/torchtitan b5bcd76c66d0", "torchtitan--main", false},
+      {F::Fsdp, "2.x", "PyTorch 2.x FSDP2 (fully_shard)", "github:pytorch/pytorch 0257dd1c405a", "pytorch--2.x", true},
+      {F::Fsdp, "1.13", "PyTorch 1.13 FSDP1 (FullyShardedDataParallel; Debian 12's python3-torch)",
+       "debian:python3-torch 1.13.1+dfsg-4", "pytorch--1.13", false},
+  };
+}
+
+}  // namespace
+
+const std::vector<FrameworkVersion>& framework_versions() {
+  static const std::vector<FrameworkVersion> table = make_table();
+  return table;
+}
+
+const FrameworkVersion& resolve_version(Framework f, const std::string& id) {
+  std::string valid;
+  for (const auto& v : framework_versions()) {
+    if (v.framework != f) continue;
+    if (id.empty() ? v.is_default : v.id == id) return v;
+    valid += (valid.empty() ? "" : ", ") + v.id + (v.is_default ? " (default)" : "");
+  }
+  throw std::invalid_argument("framework_version '" + id + "' is not a supported " + to_string(f) +
+                              " version; valid: " + valid);
+}
+
+const FrameworkVersion& version_for(const Scenario& s, Framework f) {
+  return resolve_version(f, f == s.training.framework ? s.training.framework_version : std::string());
+}
+
+std::string stack_problem(const Scenario& s) {
+  const TrainingSpec& t = s.training;
+  const FrameworkVersion& v = version_for(s, t.framework);
+  const std::string who = std::string(to_string(t.framework)) + " " + v.id + ": ";
+  if (t.precision == Precision::Fp8 && (t.framework == F::DeepSpeed || t.framework == F::Fsdp))
+    return who + "has no FP8 training setting (Transformer Engine / torchao are model code); plan bf16 here, or "
+                 "use framework=megatron, nemo or torchtitan for FP8";
+  if (t.framework == F::Torchtitan && t.precision == Precision::Fp16)
+    return who + "training.mixed_precision_param accepts bfloat16 or float32 only (its Literal type); use bf16";
+  if (t.framework == F::Torchtitan && t.tp_comm_overlap.value_or(false) && !t.compile.value_or(false))
+    return who + "async tensor parallelism raises \"Async TP requires 'model' in --compile.components and "
+                 "--compile.enable\": set compile=yes or tp_overlap=no";
+  if (t.precision == Precision::Fp8 && t.fp8_recipe == Fp8Recipe::Rowwise &&
+      (t.framework == F::Megatron || t.framework == F::Nemo))
+    return who + "--fp8-recipe accepts tensorwise, delayed, mxfp8 or blockwise (no rowwise)";
+  if (t.precision == Precision::Fp8 && t.framework == F::Torchtitan && t.fp8_recipe &&
+      *t.fp8_recipe != Fp8Recipe::Tensorwise && *t.fp8_recipe != Fp8Recipe::Rowwise)
+    return who + "its float8 converter (torchao) scales tensorwise or rowwise; give fp8_recipe=tensorwise or rowwise";
+  return "";
+}
+
+std::string version_problem(const Scenario& s, const Layout& l, Framework f) {
+  const FrameworkVersion& v = version_for(s, f);
+  const std::string who = std::string(to_string(f)) + " " + v.id + ": ";
+  if (f == F::DeepSpeed && v.id != "megatron-deepspeed" && (l.tp > 1 || l.pp > 1))
+    return who + "plain DeepSpeed has no model-parallel unit, so its batch check counts every GPU as data "
+                 "parallel (train_batch_size == micro_batch * gradient_accumulation_steps * world_size fails) and "
+                 "AutoTP rejects ZeRO-3; tp/pp > 1 needs framework_version=megatron-deepspeed";
+  if (f == F::Torchtitan && l.zero_stage == 0 && (l.tp > 1 || l.pp > 1 || l.cp > 1))
+    return who + "data parallelism by replication only (DDP) raises \"DDP has not supported > 1D parallelism\" "
+                 "with tp/pp/cp > 1; shard the data-parallel dimension (zero_stage 3)";
+  if (f == F::Fsdp && v.id == "1.13" && l.shard_group > 0)
+    return who + "ShardingStrategy has FULL_SHARD, SHARD_GRAD_OP and NO_SHARD only (no HYBRID_SHARD before 2.0)";
+  return "";
+}
+
+}  // namespace paratune::advisor

@@ -1,0 +1,115 @@
+// Evaluator: the scenario resolved once, and one layout's step time as the sum of the named terms (terms.h).
+#include <algorithm>
+
+#include "paratune/advisor/model.h"
+#include "terms.h"
+
+namespace paratune::advisor {
+
+Evaluator::Evaluator(const Scenario& s, Framework f, const ModelParams& p) : p_(p), r_(resolve(s, f, p)) {}
+
+Evaluator::Evaluator(Resolved r, const ModelParams& p) : p_(p), r_(std::move(r)) {}
+
+double Evaluator::gemm_shape_factor(double M, double N, double K) { return terms::gemm_shape_factor(M, N, K); }
+
+double Evaluator::gemm_s(double M, double N, double K, bool linear) const {
+  return terms::gemm_s(r_, p_, M, N, K, linear);
+}
+
+double Evaluator::group_busbw_gbps(int k, int stride, bool allreduce) const {
+  return terms::group_busbw_gbps(r_, p_, k, stride, allreduce);
+}
+
+double Evaluator::collective_s(Coll c, double bytes, int k, int stride) const {
+  return terms::collective_s(r_, p_, c, bytes, k, stride);
+}
+
+double Evaluator::memory_gib(const Layout& l, MemoryBreakdown* out) const {
+  return terms::memory_gib(r_, l, headroom_gib, out);
+}
+
+namespace {
+
+// The bottleneck stage's per-micro-batch time split into the breakdown's terms, scaled so that they add up to the
+// stage time, times the micro-batches; the once-per-step terms on top.
+struct PerLayer {
+  double compute, recompute, tp, cp, shard, stack;
+  double total() const { return compute + recompute + tp + cp + shard + stack; }
+};
+
+Breakdown assemble(const PerLayer& pl, int Lmax, double head_part, double mb_over, const terms::Stages& st, int m,
+                   double pp_comm, double dp_exposed, double optimizer, double step_overhead) {
+  const double parts[] = {Lmax * pl.compute + head_part, Lmax * pl.recompute, Lmax * pl.tp, Lmax * pl.cp,
+                          Lmax * pl.shard, Lmax * pl.stack + mb_over};
+  double sum = 0;
+  for (double x : parts) sum += x;
+  const double scale = sum > 0 ? st.max() / sum : 1;
+  const double k = m * scale;
+  Breakdown br;
+  br.compute = k * parts[0];
+  br.recompute = k * parts[1];
+  br.tp_comm = k * parts[2];
+  br.cp_comm = k * parts[3];
+  br.dp_comm_exposed = k * parts[4] + dp_exposed;
+  br.pp_bubble = st.bubble;
+  br.pp_comm = pp_comm;
+  br.optimizer = optimizer;
+  br.other = k * parts[5] + step_overhead;
+  return br;
+}
+
+// The host issues a layer's kernels while the GPU runs the previous ones: a layer whose GPU time is shorter than
+// the host's issue time (recompute issues the forward again) waits for the host; the excess is the stack's cost.
+double host_bound_excess(const Resolved& R, const ModelParams& p, const Layout& l, double gpu_layer_s) {
+  const double fwd_share = 1.0 / 3;  // the forward issues about a third of a layer's kernels
+  const double rc = l.recompute == Recompute::Full ? fwd_share : l.recompute == Recompute::Selective ? 0.05 : 0;
+  const double host = p.cpu_layer_us[static_cast<int>(R.stack.framework)] * 1e-6 * (1 + rc);
+  return std::max(0.0, host - gpu_layer_s);
+}
+
+double step_of(const Breakdown& b) {
+  return b.compute + b.recompute + b.tp_comm + b.cp_comm + b.pp_bubble + b.pp_comm + b.dp_comm_exposed +
+         b.optimizer + b.other;
+}
+
+}  // namespace
+
+Evaluator::Result Evaluator::evaluate(const Layout& l) const {
+  using namespace terms;
+  Result r;
+  const int m = std::max(1, r_.s.training.global_batch / std::max(1, l.dp * l.micro_batch));
+  r.microbatches = m;
+
+  const LayerCompute lc = layer_compute(r_, p_, l);
+  const double rc = recompute_s(lc, l.recompute);
+  const TpComm tp = tp_comm(r_, p_, l);
+  const double cp = cp_comm_layer(r_, p_, l, lc);
+  const double shard = shard_comm_layer(r_, p_, l, lc, rc, tp.per_layer);
+  PerLayer pl{lc.fwd() + lc.bwd(), rc, tp.per_layer, cp, shard, 0};
+  pl.stack = host_bound_excess(r_, p_, l, pl.total()) +
+             p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6;
+  r.layer_fwd_s = lc.fwd() + tp.per_layer * 2 / tp.count + cp / 3;
+  r.layer_bwd_s = lc.bwd() + rc + tp.per_layer * (tp.count - 2) / tp.count + cp * 2 / 3;
+
+  const double mb_over = p_.mb_overhead_us * 1e-6;
+  const double emb = embedding_s(r_, l), head = head_s(r_, p_, l);
+  const Stages st = stage_times(r_, l, pl.total(), emb, head, mb_over);
+  int Lf, Lm, Ll;
+  stage_layers(r_, l, &Lf, &Lm, &Ll);
+  const double head_part = l.pp == 1 ? emb + head : (st.last >= st.max() ? head : 0);
+  r.br = assemble(pl, std::max({Lf, Lm, Ll}), head_part, mb_over, st, m, pp_p2p(r_, p_, l, m),
+                  dp_comm_exposed(r_, p_, l, lc, rc), optimizer_s(r_, l), p_.step_overhead_s);
+  r.step_s = step_of(r.br);
+
+  step_flops(r_, l, &r.model_flops_step, &r.hw_flops_step);
+  r.mem_gib = memory_gib(l, &r.mem);
+  r.fits = r.mem_gib <= r_.capacity_gib;
+  if (!r.fits) {
+    const double t[6] = {r.mem.weights, r.mem.gradients, r.mem.optimizer, r.mem.activations, r.mem.logits,
+                         r.mem.buffers};
+    r.overflow_term = int(std::max_element(t, t + 6) - t);
+  }
+  return r;
+}
+
+}  // namespace paratune::advisor

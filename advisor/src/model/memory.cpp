@@ -1,0 +1,121 @@
+// Memory per GPU (GiB): model states per ZeRO stage / framework (Rajbhandari et al. 2020; Megatron-LM distributed
+// optimizer doc), activations (Korthikanti et al. 2022) with the 1F1B in-flight count, logits, buffers, reserve.
+#include <algorithm>
+
+#include "terms.h"
+
+namespace paratune::advisor::terms {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct StateBytes {
+  double weights = 0, grads = 0, optimizer = 0;  // bytes per parameter held
+  bool layer_buffers = false;                     // unsharded layer parameters gathered per layer (ZeRO-3 / FSDP)
+};
+
+StateBytes state_bytes(const Resolved& R, int z, double n_sh) {
+  StateBytes b;
+  switch (R.stack.framework) {
+    case Framework::Megatron:
+    case Framework::Nemo:
+      // 16-bit params, the main_grad buffer (fp32, or 16-bit with the optimizer's fp32 copy of its gradient
+      // shard), fp32 master + Adam m, v: Megatron-LM's distributed optimizer doc, 6 + 12/d (bf16 params, fp32
+      // grads) and 4 + 16/d (16-bit grads). zero_stage 3 = Megatron-FSDP.
+      b = {2, R.stack.grad_bytes(), R.stack.grad_fp32 ? 12.0 : 16.0, false};
+      if (z >= 1) b.optimizer /= n_sh;
+      if (z >= 3) { b.weights /= n_sh; b.grads /= n_sh; b.layer_buffers = true; }
+      break;
+    case Framework::DeepSpeed:
+      // bf16 params, fp32 gradient accumulation (BF16_Optimizer / ZeRO partitions), fp32 master + Adam.
+      b = {2, 4, 12, false};
+      if (z >= 1) b.optimizer /= n_sh;
+      if (z >= 2) b.grads /= n_sh;
+      if (z >= 3) { b.weights /= n_sh; b.layer_buffers = true; }
+      break;
+    case Framework::Fsdp:
+    case Framework::Torchtitan:
+    default:
+      // fp32 sharded params, fp32 grads, Adam m, v: 16/n for full shard; DDP keeps all 16 bytes; shard-grad-op
+      // keeps the unsharded bf16 params between forward and backward.
+      b = {4, 4, 8, false};
+      if (z >= 2) { b.weights = 4 / n_sh + 2; b.grads /= n_sh; b.optimizer /= n_sh; }
+      if (z >= 3) { b.weights = 4 / n_sh; b.layer_buffers = true; }
+      break;
+  }
+  const bool fp8 = R.s.training.precision == Precision::Fp8;
+  if (R.stack.fp8_params)
+    b.weights = z >= 3 ? 1.0 / n_sh : 1.0;  // FP8 primary weights: no 16-bit copy (Transformer Engine fp8_model_init)
+  else if (fp8 && R.stack.framework != Framework::Fsdp && R.stack.framework != Framework::DeepSpeed)
+    b.weights += z >= 3 ? 1.0 / n_sh : 1.0;  // FP8 weight copies beside the 16-bit ones (TE, float8 training)
+  return b;
+}
+
+// Buffers: CUDA context + library workspaces; NCCL buffers per communicator kind; NVLS; framework buckets;
+// unsharded layer parameters (current + prefetched) and one layer's gradients for ZeRO-3 / FSDP.
+double buffers_gib(const Resolved& R, const Layout& l, const StateBytes& b) {
+  const int t = l.tp, c = l.cp, p = l.pp;
+  double buf = 0.8;
+  const int groups = (t > 1) + (c > 1) + (p > 1) + (l.dp * c > 1);
+  buf += 0.2 * groups;
+  if (t > 1 && R.gpu.nvls && R.s.cluster.nvls) buf += 1.0;
+  if (R.stack.framework == Framework::DeepSpeed && l.zero_stage >= 1) buf += 0.75;  // 2e8-element buckets
+  if (b.layer_buffers) buf += (2 * 2 + 4) * R.m.P_layer / t / kGiB;
+  return buf;
+}
+
+}  // namespace
+
+double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, MemoryBreakdown* out) {
+  const ModelDims& d = R.m;
+  const int t = l.tp, p = l.pp, c = l.cp, v = std::max(1, l.virtual_stages), b = l.micro_batch;
+  int Lf, Lm, Ll;
+  stage_layers(R, l, &Lf, &Lm, &Ll);
+  const int m = std::max(1, R.s.training.global_batch / std::max(1, l.dp * b));
+  const bool sp = l.sequence_parallel && t > 1;
+  const double n_sh = double(l.shard_group > 0 ? l.shard_group : l.dp * c);
+  const bool fp8 = R.s.training.precision == Precision::Fp8;
+  const double tok = double(b) * d.s / c;
+
+  // Parameters held by this GPU on the first and last stages (embedding on the first, LM head on the last).
+  double psi_first, psi_last;
+  if (p == 1) {
+    psi_first = psi_last = (d.L * d.P_layer + d.P_emb * (d.tied ? 1 : 2)) / t;
+  } else {
+    psi_first = (Lf * d.P_layer + d.P_emb) / t;
+    psi_last = (Ll * d.P_layer + d.P_emb) / t;  // tied: a copy of the embedding; untied: the LM head
+  }
+  const StateBytes sb = state_bytes(R, l.zero_stage, n_sh);
+
+  // Activations: in-flight micro-batches on the first stage under 1F1B (p of them, Narayanan et al. §2.2), times
+  // 1 + (p-1)/(p v) with interleaving (Korthikanti et al. §4); the last stage keeps one.
+  const double a_layer = activation_bytes_per_layer(R.s.model, b, t, c, sp, l.recompute, R.stack.flash, fp8);
+  double inflight_first = p == 1 ? 1 : std::min<double>(m, p);
+  if (p > 1 && v > 1) inflight_first *= 1 + double(p - 1) / (p * v);
+  double work = 0;  // full recompute: one layer's activations are rebuilt at a time
+  if (l.recompute == Recompute::Full)
+    work = activation_bytes_per_layer(R.s.model, b, t, c, sp, Recompute::None, R.stack.flash, fp8);
+  const double act_first = Lf * a_layer * inflight_first + work + 2 * tok * d.h / (sp ? t : 1) * inflight_first;
+  const double act_last = Ll * a_layer + work;
+  // Logits of one micro-batch on the last stage: bf16 logits + fp32 softmax for the loss, split by t.
+  const double logits = 6 * tok * d.V / t;
+
+  const double per_param = sb.weights + sb.grads + sb.optimizer;
+  const double state_first = psi_first * per_param, state_last = psi_last * per_param;
+  const bool last_worse = p > 1 && (state_last + act_last + logits > state_first + act_first);
+  const double psi = p == 1 ? psi_first : (last_worse ? psi_last : psi_first);
+
+  MemoryBreakdown mb;
+  mb.weights = psi * sb.weights / kGiB;
+  mb.gradients = psi * sb.grads / kGiB;
+  mb.optimizer = psi * sb.optimizer / kGiB;
+  mb.activations = (p == 1 ? act_first : (last_worse ? act_last : act_first)) / kGiB;
+  mb.logits = (p == 1 || last_worse ? logits : 0) / kGiB;
+  mb.buffers = buffers_gib(R, l, sb);
+  // Allocator fragmentation: 0.5 GiB plus 7 % of the dynamic (activation) memory; policy headroom on top.
+  mb.reserve = 0.5 + 0.07 * (mb.activations + mb.logits) + headroom_gib;
+  if (out) *out = mb;
+  return mb.total();
+}
+
+}  // namespace paratune::advisor::terms

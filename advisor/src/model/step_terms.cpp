@@ -1,0 +1,63 @@
+// Once-per-step terms: data-parallel gradient reduction and parameter gather, the optimizer, FLOP counts
+// (docs/model.md §5-6).
+#include <algorithm>
+
+#include "terms.h"
+
+namespace paratune::advisor::terms {
+
+double stage_params(const Resolved& R, const Layout& l) {
+  int Lf, Lm, Ll;
+  stage_layers(R, l, &Lf, &Lm, &Ll);
+  const ModelDims& d = R.m;
+  return (std::max({Lf, Lm, Ll}) * d.P_layer + (l.pp == 1 ? d.P_emb * (d.tied ? 1 : 2) : d.P_emb)) / l.tp;
+}
+
+// Gradient all-reduce (ZeRO 0) or reduce-scatter + parameter all-gather (ZeRO 1/2), overlapped with the last
+// micro-batch's backward / the first micro-batch's forward; HSDP replicas all-reduce their shard once per step.
+double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& lc,
+                       double recompute) {
+  const int ndp = l.dp * l.cp, t = l.tp, z = l.zero_stage, v = std::max(1, l.virtual_stages);
+  if (ndp <= 1) return 0;
+  int Lf, Lm, Ll;
+  stage_layers(R, l, &Lf, &Lm, &Ll);
+  const int Lmax = std::max({Lf, Lm, Ll});
+  const double psi = stage_params(R, l);
+  const double stage_bwd = Lmax * (lc.bwd() + recompute) / v;
+  const double stage_fwd = Lmax * lc.fwd() / v;
+  const double gbytes = R.stack.grad_bytes(), pbytes = R.stack.gather_bytes();
+  const auto [per_mb_ag, per_mb_rs] = shard_pattern(R, l);
+  if (l.shard_group > 0 && l.shard_group < ndp && z >= 2) {
+    const double ar = collective_s(R, p, Coll::AllReduce, psi * gbytes / l.shard_group, ndp / l.shard_group,
+                                   t * l.shard_group);
+    return exposed(R, p, ar, stage_bwd);
+  }
+  if (z == 0) return exposed(R, p, collective_s(R, p, Coll::AllReduce, psi * gbytes, ndp, t), stage_bwd);
+  if (z == 1 || (z == 2 && !per_mb_rs))
+    return exposed(R, p, collective_s(R, p, Coll::ReduceScatter, psi * gbytes, ndp, t), stage_bwd) +
+           exposed(R, p, collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t), stage_fwd);
+  // ZeRO-2 / shard-grad-op: gradients reduced per micro-batch (shard_comm_layer), params gathered per step.
+  if (z == 2 && !per_mb_ag) return exposed(R, p, collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t), stage_fwd);
+  return 0;
+}
+
+// Adam is memory-bound: ~34 bytes per local parameter (fp32 master, m, v read+write, gradient read, 16-bit copy
+// written, gradient-norm pass), plus a few kernel launches.
+double optimizer_s(const Resolved& R, const Layout& l) {
+  const double psi = stage_params(R, l);
+  const int ndp = l.dp * l.cp;
+  const double local = l.zero_stage >= 1 ? psi / (l.shard_group > 0 ? l.shard_group : ndp) : psi;
+  return 34 * local / R.hbm + 50e-6 * 3;
+}
+
+void step_flops(const Resolved& R, const Layout& l, double* model_flops, double* hw_flops) {
+  const ModelDims& d = R.m;
+  const double tokens = double(R.s.training.global_batch) * d.s;
+  *model_flops = tokens * model_flops_per_token(R.s.model);
+  const double rc = l.recompute == Recompute::Full        ? tokens * (2 * d.L * d.P_layer + 4.0 * d.L * d.h * d.s)
+                    : l.recompute == Recompute::Selective ? tokens * 4.0 * d.L * d.h * d.s
+                                                          : 0;
+  *hw_flops = *model_flops + rc;
+}
+
+}  // namespace paratune::advisor::terms

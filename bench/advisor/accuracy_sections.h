@@ -1,0 +1,47 @@
+// The sections of docs/accuracy.md (accuracy_report): held-out predictions, out-of-sample tables, ranking against
+// layout-blind baselines, BF16 H100 per stack, parameters, bus bandwidth, in-sample and every row.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "calib_data.h"
+
+namespace paratune::accuracy {
+
+using calib::Row;
+using advisor::ModelParams;
+
+struct Report {
+  const std::vector<Row>& rows;
+  ModelParams params;  // shipped (or --fit) parameters: the in-sample predictions
+  ModelParams priors;  // start of every refit
+  std::vector<std::string> csvs;
+  std::map<std::string, int> skipped;  // rows not used, by reason
+  std::string summary;                 // printed on stderr at the end
+};
+
+// Per row, the predicted iteration time with parameters fitted without the row's source, GPU generation or
+// training stack (each slice refitted from the priors), in sample and with the priors alone.
+struct HeldOut {
+  std::vector<double> source, generation, stack, in_sample, prior;
+};
+HeldOut held_out_predictions(const Report& rep);
+
+// Error on throughput: measured time / predicted time - 1 (positive = the model is optimistic).
+inline double throughput_error(const Row& r, double predicted_s) { return r.meas_time_s / predicted_s - 1; }
+
+void write_header(std::ostream& md, const Report& rep);
+void write_out_of_sample(std::ostream& md, Report& rep, const HeldOut& held);
+void write_ranking(std::ostream& md, Report& rep, const HeldOut& held);
+void write_bf16_h100(std::ostream& md, const Report& rep, const HeldOut& held);
+void write_parameters(std::ostream& md, const Report& rep);
+void write_busbw(std::ostream& md);
+void write_in_sample(std::ostream& md, Report& rep);
+void write_every_row(std::ostream& md, const Report& rep, const HeldOut& held);
+// One CSV line per row with the in-sample prediction's breakdown (analysis aid; false when the file cannot be written).
+bool write_rows_csv(const std::string& path, const Report& rep, const HeldOut& held);
+
+}  // namespace paratune::accuracy

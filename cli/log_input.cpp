@@ -1,0 +1,111 @@
+#include "log_input.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "job/safe_file.h"
+
+namespace paratune::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kMaxLogBytes = size_t(1) << 30;
+constexpr int kMaxDepth = 4;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// tuning.jsonl, tuning.jsonl.1, tuning.jsonl-20250301, node07.jsonl; not .tuning.jsonl.lock, not tuning.jsonl.gz.
+bool is_log_name(const std::string& name) {
+  if (name.empty() || name[0] == '.' || name.find(".jsonl") == std::string::npos) return false;
+  for (const char* z : {".gz", ".xz", ".zst", ".bz2", ".lz4"})
+    if (ends_with(name, z)) return false;
+  return true;
+}
+
+void scan_directory(const fs::path& dir, std::vector<std::string>* out) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it.depth() >= kMaxDepth) it.disable_recursion_pending();
+    std::error_code sec;
+    if (it->is_regular_file(sec) && !it->is_symlink(sec) && is_log_name(it->path().filename().string()))
+      found.push_back(it->path().string());
+  }
+  std::sort(found.begin(), found.end());
+  out->insert(out->end(), found.begin(), found.end());
+}
+
+std::vector<std::string> expand_glob(const std::string& pattern) {
+  std::vector<std::string> out;
+  glob_t g{};
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> log_files(const std::vector<std::string>& specs, std::vector<std::string>* problems) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& p) {
+    std::error_code ec;
+    const fs::path canon = fs::weakly_canonical(p, ec);
+    if (seen.insert(ec ? p : canon.string()).second) out.push_back(p);
+  };
+  for (const auto& spec : specs) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    if (fs::is_directory(fs::symlink_status(spec, ec))) {
+      scan_directory(spec, &files);
+    } else if (fs::exists(fs::symlink_status(spec, ec)) || spec.find_first_of("*?[") == std::string::npos) {
+      files.push_back(spec);  // a file, or a missing one: reading it says why
+    } else {
+      for (const auto& p : expand_glob(spec)) {
+        if (fs::is_directory(fs::symlink_status(p, ec))) scan_directory(p, &files);
+        else files.push_back(p);
+      }
+    }
+    if (files.empty() && problems) problems->push_back(spec + ": no tuning log there");
+    for (const auto& f : files) add(f);
+  }
+  return out;
+}
+
+LogRead read_logs(const std::vector<std::string>& specs, const char* command) {
+  LogRead r;
+  std::vector<std::string> problems;
+  const auto files = log_files(specs.empty() ? std::vector<std::string>{kDefaultLogPath} : specs, &problems);
+  for (const auto& p : problems) std::fprintf(stderr, "%s: %s\n", command, p.c_str());
+  std::vector<tuning::LogText> texts;
+  for (const auto& f : files) {
+    try {
+      bool truncated = false;
+      texts.push_back({f, job::read_bounded(f, kMaxLogBytes, &truncated)});
+      if (truncated) std::fprintf(stderr, "%s: %s: only the first 1 GiB is read\n", command, f.c_str());
+      r.files.push_back(f);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", command, e.what());
+    }
+  }
+  r.log = tuning::merge_logs(texts);
+  for (const auto& p : r.log.problems)
+    std::fprintf(stderr, "%s:%zu: %s\n", p.file.c_str(), p.line, p.message.c_str());
+  if (r.files.size() > 1 || r.log.duplicates > 0)
+    std::fprintf(stderr, "%s: %s\n", command, tuning::merge_summary(r.log).c_str());
+  r.any = !r.files.empty();
+  r.complete = r.any && r.files.size() == files.size() && problems.empty();
+  return r;
+}
+
+}  // namespace paratune::cli

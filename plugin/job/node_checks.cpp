@@ -1,0 +1,96 @@
+#include "node_checks.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <optional>
+#include <set>
+#include <system_error>
+
+#include "log_text.h"
+#include "safe_file.h"
+
+namespace paratune::job {
+
+using nlohmann::json;
+
+namespace {
+
+std::string name_part(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 64))
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '_';
+  return out.empty() ? "_" : out;
+}
+
+struct DirCloser {
+  void operator()(DIR* d) const { ::closedir(d); }
+};
+
+// One record: a regular root-owned file of at most 4 KiB, opened without following links.
+std::optional<json> read_record(int dirfd, const char* name) {
+  UniqueFd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_size > 4096) return std::nullopt;
+  char buf[4097];
+  const ssize_t n = ::read(fd.get(), buf, 4096);
+  if (n <= 0) return std::nullopt;
+  try {
+    json j = json::parse(std::string(buf, static_cast<size_t>(n)));
+    if (j.is_object()) return j;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string node_check_name(const std::string& job_id, const std::string& host, const std::string& step) {
+  return name_part(job_id) + ".node-" + name_part(host) + "-" + name_part(step);
+}
+
+void record_node_check(int jobs_dirfd, const std::string& job_id, const NodeCheck& c) {
+  const json j = {{"host", capped(c.host)}, {"step", capped(c.step)}, {"fingerprint", capped(c.fingerprint)},
+                  {"plan_fingerprint", capped(c.plan_fingerprint)}, {"plan_readable", c.plan_readable}};
+  write_file_atomic(jobs_dirfd, node_check_name(job_id, c.host, c.step),
+                    j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", 0600);
+}
+
+json collect_node_checks(int jobs_dirfd, const std::string& job_id) {
+  json mismatch = json::array(), unreadable = json::array();
+  int checked = 0;
+  const std::string prefix = name_part(job_id) + ".node-";
+  const int dup = ::fcntl(jobs_dirfd, F_DUPFD_CLOEXEC, 0);
+  std::unique_ptr<DIR, DirCloser> dir(dup >= 0 ? ::fdopendir(dup) : nullptr);
+  if (!dir && dup >= 0) ::close(dup);
+  if (dir) ::rewinddir(dir.get());  // the duplicate shares the caller's offset, which an earlier listing moved
+  std::vector<std::string> names;
+  while (dir && names.size() < kMaxNodeChecks) {
+    const dirent* e = ::readdir(dir.get());
+    if (!e) break;
+    if (std::string(e->d_name).rfind(prefix, 0) == 0) names.emplace_back(e->d_name);
+  }
+  std::sort(names.begin(), names.end());
+  std::set<std::string> unreadable_hosts;
+  for (const auto& name : names) {
+    const auto r = read_record(jobs_dirfd, name.c_str());
+    ::unlinkat(jobs_dirfd, name.c_str(), 0);
+    if (!r) continue;
+    ++checked;
+    const std::string fp = r->value("fingerprint", ""), plan_fp = r->value("plan_fingerprint", "");
+    if (fp != plan_fp)
+      mismatch.push_back({{"host", r->value("host", "")}, {"step", r->value("step", "")}, {"fingerprint", fp},
+                          {"plan_fingerprint", plan_fp}});
+    if (!r->value("plan_readable", true)) unreadable_hosts.insert(r->value("host", ""));
+  }
+  for (const auto& h : unreadable_hosts) unreadable.push_back(h);
+  return {{"checked", checked}, {"mismatch", mismatch}, {"plan_unreadable", unreadable}};
+}
+
+}  // namespace paratune::job

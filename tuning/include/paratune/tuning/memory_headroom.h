@@ -1,0 +1,62 @@
+// Memory head-room learned from the site's own jobs (docs/calibration.md, "Memory head-room"): per (GPU model,
+// framework), how much more memory per GPU the jobs needed than the model predicted for their plan. Two kinds of
+// evidence, both from the tuning log:
+//   * a job that died of an out-of-memory error (`paratune run` recognised it, the plugin recorded "oom"): it
+//     needed at least the whole GPU, and at least what was in use plus the allocation that failed when the message
+//     says so (PyTorch: "Tried to allocate T. GPU 0 has a total capacity of C of which F is free");
+//   * a job that ran near the limit: its logged peak ("achieved"."peak_memory_gib": Megatron's "max reserved",
+//     torchtitan's "memory:", DeepSpeed's MaxMemAllocated) at or above `near_limit` of the GPU's memory. Far from
+//     the limit the peak says little: PyTorch's caching allocator keeps freed blocks reserved and gives them back
+//     only when an allocation fails, so a job's reserved peak grows into whatever memory is free.
+// Each job is predicted again with the model as shipped (no head-room, the reserve alone), so a head-room that
+// was already in force when the job ran is not counted twice. The group's head-room is the largest shortfall
+// (need - prediction) over its jobs, rounded up to `step_gib` — strictly above an OOM job's shortfall, so the
+// layout that died no longer fits — and capped at `max_fraction` of the GPU's memory. One OOM is enough: the job
+// died for real. Pure: log entries in, values out.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "paratune/advisor/calibration_file.h"
+#include "paratune/tuning/calibrate.h"
+#include "paratune/tuning/tuning_log.h"
+
+namespace paratune::tuning {
+
+struct HeadroomOptions {
+  double near_limit = 0.9;     // a peak at or above this fraction of the GPU's memory counts as "near the limit"
+  double step_gib = 0.5;       // head-room granularity
+  double max_fraction = 0.5;   // never more than half the GPU (a leak in one job must not forbid every plan)
+};
+
+struct MemoryEvidence {
+  std::string job_id, gpu, framework;  // gpu: catalog key; framework: to_string(Framework)
+  bool oom = false;
+  double capacity_gib = 0;   // the GPU's memory as the model plans with it
+  double predicted_gib = 0;  // the model's memory for the job's plan, without head-room
+  double need_gib = 0;       // what the job needed at least (OOM) or its logged peak (near the limit)
+  double shortfall_gib() const { return need_gib - predicted_gib; }
+};
+
+// The evidence in a log; entries that are neither OOM deaths nor near-limit runs are left out, and those that
+// would be but cannot be used (no scenario or plan, unknown GPU, a plan the model rejects) are counted in
+// `skipped` under their reason.
+std::vector<MemoryEvidence> memory_evidence(const std::vector<LogEntry>& entries, const HeadroomOptions& o = {},
+                                            SkipTally* skipped = nullptr);
+
+struct HeadroomGroup {
+  std::string gpu, framework;
+  size_t oom_jobs = 0, near_limit_jobs = 0;
+  double headroom_gib = 0;
+  std::string worst_job;       // the job whose shortfall set it
+  double worst_shortfall_gib = 0;
+};
+
+std::vector<HeadroomGroup> learn_headroom(const std::vector<MemoryEvidence>& evidence, const HeadroomOptions& o = {});
+
+// The calibration file's [[memory]] entries for the groups.
+std::vector<advisor::MemoryEntry> memory_entries(const std::vector<HeadroomGroup>& groups);
+
+}  // namespace paratune::tuning
