@@ -124,6 +124,9 @@ in_root() {
     set -e
     r=$1 shared=$2 host=$3
     mount --make-rprivate /
+    # The root bound onto itself, so that "/" is a mount point inside the chroot: `ip netns exec` (the multinode
+    # cluster) makes "/" a recursive slave and fails with EINVAL where it is a plain directory.
+    mount --bind "$r" "$r"
     mount -t proc proc "$r/proc"
     mount -t sysfs sysfs "$r/sys"
     mount --rbind /dev "$r/dev"; mount --make-rslave "$r/dev"
