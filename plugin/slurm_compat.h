@@ -7,6 +7,7 @@
 // checks that fail on a series where an assumption stops holding.
 #pragma once
 
+#include <cstdio>
 #include <type_traits>
 
 #include <slurm/slurm.h>
@@ -21,6 +22,18 @@ namespace paratune::plugin::slurm_compat {
 using HostlistHandle = struct hostlist*;
 static_assert(std::is_same_v<decltype(slurm_hostlist_create("")), HostlistHandle>,
               "slurm_hostlist_create no longer returns struct hostlist *: see docs/slurm-versions.md");
+
+// Slurm's topology as text, the series-independent view (job/topology_text.h says why). 22.05:
+// slurm_print_topo_info_msg(FILE *, msg, int one_liner), printing msg->topo_array; 24.11 added a node-list
+// argument, (FILE *, msg, char *node_list, int one_liner), and prints through the topology plugin (tree: SwitchName=
+// lines, block: BlockName= lines). The call is chosen by the declared signature, so neither needs an #ifdef.
+template <typename Print = decltype(&slurm_print_topo_info_msg)>
+void print_topology(FILE* out, topo_info_response_msg_t* msg, Print print = &slurm_print_topo_info_msg) {
+  if constexpr (std::is_invocable_v<Print, FILE*, topo_info_response_msg_t*, char*, int>)
+    print(out, msg, nullptr, 1);
+  else
+    print(out, msg, 1);
+}
 
 // The special step ids spank_api.h repeats (so that most files need not include slurm.h) are Slurm's own, on
 // every series built for (the same values in 22.05 and 24.11).
