@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build the paratune .deb on Debian 12 from Debian packages only, without writing into the source tree.
+# Build the paratune .deb from Debian packages only, without writing into the source tree: on Debian 12 for Slurm
+# 22.05, on Debian 13 for Slurm 24.11 (scripts/debian13.sh runs it in a Debian 13 root), for whichever Slurm series
+# libslurm-dev installs there.
 #
 #   packaging/build-deb.sh OUTDIR
 #
@@ -7,7 +9,7 @@
 # stay behind; otherwise everything but build*/) to a scratch directory, puts packaging/debian at its root
 # (Debian expects debian/ there), runs `dpkg-buildpackage -us -uc -b` in it and moves the .deb (and the
 # -dbgsym .deb, .buildinfo, .changes) to OUTDIR. Prints the path of the .deb last (its version is the source
-# version + the Slurm series it was built for, e.g. paratune_0.1.0+sl2205_amd64.deb).
+# version + the Slurm series it was built for, e.g. paratune_0.1.0+sl2205_amd64.deb, paratune_0.1.0+sl2411_amd64.deb).
 #
 # Needs: dpkg-dev, debhelper, fakeroot and the Build-Depends of packaging/debian/control
 # (dpkg-buildpackage checks them and names what is missing). Environment:

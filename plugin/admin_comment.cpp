@@ -3,6 +3,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include <cerrno>
 #include <stdexcept>
 #include <vector>
 
@@ -21,8 +22,9 @@ std::string ask_slurm(uint32_t job_id, const std::string& text) {
   slurm_init_job_desc_msg(&desc);
   desc.job_id = job_id;
   desc.admin_comment = comment.data();
+  // errno, not slurm_get_errno(): 24.11 removed that function (22.05's returned errno; docs/slurm-versions.md).
   if (slurm_update_job(&desc) != SLURM_SUCCESS)
-    throw std::runtime_error(std::string("the update failed: ") + slurm_strerror(slurm_get_errno()));
+    throw std::runtime_error(std::string("the update failed: ") + slurm_strerror(errno));
   return "ok";
 }
 

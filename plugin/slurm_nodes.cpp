@@ -4,14 +4,14 @@
 #include <cstdlib>
 #include <memory>
 
-#include <slurm/slurm.h>
+#include "slurm_compat.h"
 
 namespace paratune::plugin {
 
 namespace {
 
 struct HostlistDeleter {
-  void operator()(hostlist_t hl) const { slurm_hostlist_destroy(hl); }
+  void operator()(slurm_compat::HostlistHandle hl) const { slurm_hostlist_destroy(hl); }
 };
 using Hostlist = std::unique_ptr<struct hostlist, HostlistDeleter>;
 

@@ -1,5 +1,6 @@
-// The leaf switch of each of the job's nodes, from Slurm's own switch tree (topology/tree: topology.conf), read
-// with libslurm's slurm_load_topo (an RPC to slurmctld, the same answer as `scontrol show topology`). The RPC runs
+// The leaf switch (or block) of each of the job's nodes, from Slurm's own switch tree or blocks (topology/tree or
+// topology/block: topology.conf), read with libslurm's slurm_load_topo (an RPC to slurmctld, the same answer as
+// `scontrol show topology`; on 24.11 through the text its plugin prints, job/topology_text.h). The RPC runs
 // in a forked child bounded in time (job/child_call.h): slurmctld may be slow or away, slurmstepd must not wait.
 #pragma once
 

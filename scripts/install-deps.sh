@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what paratune needs to build and test, from Debian 12 packages only (needs root).
 # Skips apt entirely when everything is already there, so repeated runs cost nothing.
+#   scripts/install-deps.sh --list   print the package names only (scripts/debian13.sh installs the same set)
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git python3 bzip2 iproute2
@@ -13,6 +14,7 @@ packages=(
   prometheus     # promtool check metrics on the plugin's node_exporter textfile (tests only; ~19 MB download,
                  # ~96 MB installed; its server is not started: see policy-rc.d below)
 )
+if [ "${1:-}" = --list ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -47,7 +47,9 @@ static void BM_Advise(benchmark::State& st, const char* model, int nodes, int gb
   for (auto _ : st) {
     const Plan p = advise(s, lim);
     n = p.candidates_evaluated;
-    benchmark::DoNotOptimize(p.prediction.step_time_s);
+    // A non-const lvalue: Google Benchmark 1.9 (Debian 13) deprecates DoNotOptimize on a const reference.
+    double step_time_s = p.prediction.step_time_s;
+    benchmark::DoNotOptimize(step_time_s);
   }
   st.counters["candidates"] = double(n);
   // seconds of search per evaluated candidate (memory-pruned layouts are not counted, so this is an upper bound)

@@ -10,6 +10,35 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -x /usr/bin/torchrun 
   echo "SKIP: Debian's python3-torch is not installed (scripts/install-deps.sh installs it)"; exit 0
 fi
 cp "$(dirname "$0")/frameworks/fsdp_train.py" "$WORK/"
+torch_version=$(/usr/bin/python3 -c "import torch; print(torch.__version__)")
+# Debian 13's python3-torch (2.6) is built without libuv, yet its TCPStore asks for libuv by default and
+# torchrun's rendezvous handlers (c10d and static alike) give no way to say otherwise ("use_libuv was requested but
+# PyTorch was build without libuv support"; USE_LIBUV=0 reaches only the workers' env:// stores). Only there, the
+# job's Python gets a sitecustomize that makes TCPStore default to use_libuv=False: torchrun, its arguments and
+# paratune's rendezvous settings stay as they are. Debian 12's 1.13 has no libuv backend and needs nothing.
+libuv_export=:
+if ! /usr/bin/python3 -c "
+from datetime import timedelta
+from torch.distributed import TCPStore
+TCPStore('127.0.0.1', 0, 1, True, timeout=timedelta(seconds=5))" 2>"$WORK/tcpstore.err"; then
+  grep -q 'without libuv support' "$WORK/tcpstore.err" || { cat "$WORK/tcpstore.err"; echo "FAIL: TCPStore"; exit 1; }
+  echo "note: PyTorch $torch_version is built without libuv: the job's TCPStore defaults to use_libuv=False"
+  mkdir -p "$WORK/no-libuv"
+  cat > "$WORK/no-libuv/sitecustomize.py" <<'PY'
+import sys
+import torch.distributed as _dist
+# The module (torch.distributed.rendezvous the attribute is a function): it bound TCPStore at import, and the
+# workers' env:// store is made there.
+_rdzv = sys.modules["torch.distributed.rendezvous"]
+_Base = _dist.TCPStore
+class TCPStore(_Base):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("use_libuv", False)
+        super().__init__(*args, **kwargs)
+_dist.TCPStore = _rdzv.TCPStore = TCPStore
+PY
+  libuv_export="export PYTHONPATH=$WORK/no-libuv USE_LIBUV=0"
+fi
 cat > "$WORK/job.sh" <<JOB
 #!/bin/bash
 set -e
@@ -21,6 +50,7 @@ cp "\$(dirname "\$PARATUNE_PLAN")/torchrun.args" torchrun.args
 # stands in for the cluster's name service, for this job only.
 printf '127.0.0.1 %s %s localhost\n' "\$PARATUNE_MASTER_ADDR" "\$(hostname)" > hosts
 # --redirects/--tee: Debian's torchrun 1.13 on Python 3.11 cannot parse their default "0" (IntFlag iteration).
+$libuv_export
 exec unshare -m sh -c 'mount --bind "$WORK/hosts" /etc/hosts && exec "$PARATUNE_CLI" run -- /usr/bin/torchrun \
   \$(cat torchrun.args) --redirects=1 --tee=1 --log_dir="$WORK/torchrun-logs" fsdp_train.py fsdp.json 6' > train.out 2>&1
 JOB
@@ -36,7 +66,7 @@ assert env['PARATUNE_MASTER_ADDR']==env['SLURM_JOB_NODELIST'], (env['PARATUNE_MA
 assert '--rdzv_endpoint=%s:%s' % (env['PARATUNE_MASTER_ADDR'], env['PARATUNE_MASTER_PORT']) in args, args
 assert '--nproc_per_node=4' in args and '--rdzv_id=$job' in args, args"
 check "the real PyTorch accepted the emitted FullyShardedDataParallel settings" \
-  grep -q "paratune-fsdp: PyTorch 1.13.* accepted FullyShardedDataParallel(sharding_strategy=<ShardingStrategy.FULL_SHARD" "$WORK/train.out"
+  grep -q "paratune-fsdp: PyTorch $torch_version accepted FullyShardedDataParallel(sharding_strategy=<ShardingStrategy.FULL_SHARD" "$WORK/train.out"
 check "the loop ran with the plan's micro-batch 2 and accumulation 2 on 4 ranks" \
   grep -q "paratune-fsdp: world 4 micro_batch 2 accumulation 2 seq 2048" "$WORK/train.out"
 check "all 6 steps ran" grep -q "^.*step: 6 " "$WORK/train.out"

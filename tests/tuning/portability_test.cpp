@@ -27,10 +27,12 @@ std::string job(const std::string& id, const std::string& part, const std::strin
   return j.dump() + "\n";
 }
 
-const ApplicationPortability& app(const PortabilityReport& r, const std::string& fw) {
+// fw as a C string: GCC 14's -Wdangling-reference takes a reference returned from a call with a temporary
+// std::string argument for one into that temporary.
+const ApplicationPortability& app(const PortabilityReport& r, const char* fw) {
   for (const auto& a : r.applications)
     if (a.framework == fw) return a;
-  throw std::runtime_error("no application " + fw);
+  throw std::runtime_error(std::string("no application ") + fw);
 }
 
 }  // namespace
