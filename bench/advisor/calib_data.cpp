@@ -509,9 +509,9 @@ ModelParams fit(const std::vector<Row>& rows, const ModelParams& start, const st
   }, final_loss);
 }
 
-ModelParams fit_where(const std::vector<Row>& rows, const ModelParams& start,
+ModelParams huber_fit(const std::vector<Row>& rows, const ModelParams& start, const FitProblem& problem,
                       const std::function<bool(const Row&)>& use_row, double* final_loss) {
-  const FitSpec spec = fit_spec();
+  const FitSpec& spec = problem.spec;
   const size_t n = spec.names.size();
   std::map<std::string, int> per_source;
   std::vector<const Row*> use;
@@ -527,7 +527,7 @@ ModelParams fit_where(const std::vector<Row>& rows, const ModelParams& start,
   };
   auto loss = [&](const std::vector<double>& u) {
     const auto x = to_x(u);
-    const ModelParams p = apply_params(start, x);
+    const ModelParams p = problem.apply(start, x);
     double sum = 0, wsum = 0;
     for (const Row* r : use) {
       const double w = (has(r->use, "care") ? 0.5 : 1.0) / per_source[r->source];
@@ -541,28 +541,35 @@ ModelParams fit_where(const std::vector<Row>& rows, const ModelParams& start,
     double reg = 0;
     for (size_t i = 0; i < n; ++i) {
       const double d = std::log(x[i] / spec.prior[i]);
-      reg += spec.pull[i] * d * d;
+      reg += (spec.pull.empty() ? 1.0 : spec.pull[i]) * d * d;
     }
-    return sum / wsum + 0.002 * reg;
+    return (wsum > 0 ? sum / wsum : 0) + 0.002 * reg;
   };
   // Nelder-Mead in log space from a deterministic start simplex, restarted once from its best point (a fresh
   // simplex escapes the collapse that the max() terms' kinks cause).
-  const auto x0 = extract(start);
   std::vector<double> best_u(n);
-  // A start outside the bounds (the neutral 1.0 / 0 of an unfitted stack term) starts from the prior instead.
-  for (size_t i = 0; i < n; ++i) best_u[i] = std::log(x0[i] >= spec.lo[i] && x0[i] <= spec.hi[i] ? x0[i] : spec.prior[i]);
+  for (size_t i = 0; i < n; ++i) {
+    const double x0 = i < problem.start_x.size() ? problem.start_x[i] : spec.prior[i];
+    best_u[i] = std::log(x0 >= spec.lo[i] && x0 <= spec.hi[i] ? x0 : spec.prior[i]);
+  }
   double best_f = loss(best_u);
   for (int round = 0; round < 2; ++round) {
     std::vector<std::vector<double>> simplex(n + 1, best_u);
     for (size_t k = 1; k <= n; ++k) simplex[k][k - 1] += round == 0 ? 0.15 : 0.3;
     std::vector<double> fv(n + 1);
     for (size_t k = 0; k <= n; ++k) fv[k] = loss(simplex[k]);
-    nelder_mead(simplex, fv, loss, 2500);
+    nelder_mead(simplex, fv, loss, problem.iterations);
     const size_t bi = size_t(std::min_element(fv.begin(), fv.end()) - fv.begin());
     if (fv[bi] <= best_f) { best_f = fv[bi]; best_u = simplex[bi]; }
   }
   if (final_loss) *final_loss = best_f;
-  return apply_params(start, to_x(best_u));
+  return problem.apply(start, to_x(best_u));
+}
+
+ModelParams fit_where(const std::vector<Row>& rows, const ModelParams& start,
+                      const std::function<bool(const Row&)>& use_row, double* final_loss) {
+  // A start outside the bounds (the neutral 1.0 / 0 of an unfitted stack term) starts from the prior instead.
+  return huber_fit(rows, start, {fit_spec(), apply_params, extract(start), 2500}, use_row, final_loss);
 }
 
 }  // namespace paratune::calib

@@ -58,6 +58,18 @@ struct FitSpec {
 FitSpec fit_spec();
 ModelParams apply_params(const ModelParams& base, const std::vector<double>& x);
 std::vector<double> extract(const ModelParams& p);
+// The one fitting routine both the dense and the MoE fits use: minimise the source-balanced Huber loss on the log
+// step-time error of the rows `use_row` accepts (rank-only rows never count) plus a weak pull towards spec's priors
+// (weighted by spec.pull; an empty pull weighs every prior 1), by Nelder-Mead in log space from start_x, restarted
+// once from its best point. `apply` writes a parameter vector into a copy of `start`.
+struct FitProblem {
+  FitSpec spec;
+  std::function<ModelParams(const ModelParams&, const std::vector<double>&)> apply;
+  std::vector<double> start_x;  // a value outside spec's bounds starts from the prior instead
+  int iterations = 2500;        // Nelder-Mead iterations per round
+};
+ModelParams huber_fit(const std::vector<Row>& rows, const ModelParams& start, const FitProblem& problem,
+                      const std::function<bool(const Row&)>& use_row, double* final_loss);
 // Fit on the rows `use_row` accepts (rank-only rows never count).
 ModelParams fit_where(const std::vector<Row>& rows, const ModelParams& start,
                       const std::function<bool(const Row&)>& use_row, double* final_loss);

@@ -209,50 +209,9 @@ std::vector<double> moe_extract(const ModelParams& p) {
 
 ModelParams moe_fit_where(const std::vector<Row>& rows, const ModelParams& start,
                           const std::function<bool(const Row&)>& use_row, double* final_loss) {
+  // The dense fit's routine and loss, from the priors (not `start`'s values), 400 iterations a round.
   const FitSpec spec = moe_fit_spec();
-  const size_t n = spec.names.size();
-  std::map<std::string, int> per_source;
-  std::vector<const Row*> use;
-  for (const auto& r : rows)
-    if (!r.rank_only && use_row(r)) { use.push_back(&r); per_source[r.source]++; }
-  auto to_x = [&](const std::vector<double>& u) {
-    std::vector<double> x(n);
-    for (size_t i = 0; i < n; ++i) x[i] = std::clamp(std::exp(u[i]), spec.lo[i], spec.hi[i]);
-    return x;
-  };
-  // The dense fit's loss: source-balanced Huber on the log error, a weak pull to the priors.
-  auto loss = [&](const std::vector<double>& u) {
-    const auto x = to_x(u);
-    const ModelParams p = moe_apply_params(start, x);
-    double sum = 0, wsum = 0;
-    for (const Row* r : use) {
-      const double w = (has(r->use, "care") ? 0.5 : 1.0) / per_source[r->source];
-      const double e = std::fabs(std::log(predict_row(*r, p).time_s / r->meas_time_s));
-      constexpr double kDelta = 0.2;
-      sum += w * (e <= kDelta ? e * e : kDelta * (2 * e - kDelta));
-      wsum += w;
-    }
-    double reg = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double d = std::log(x[i] / spec.prior[i]);
-      reg += d * d;
-    }
-    return (wsum > 0 ? sum / wsum : 0) + 0.002 * reg;
-  };
-  std::vector<double> best_u(n);
-  for (size_t i = 0; i < n; ++i) best_u[i] = std::log(spec.prior[i]);
-  double best_f = loss(best_u);
-  for (int round = 0; round < 2; ++round) {
-    std::vector<std::vector<double>> simplex(n + 1, best_u);
-    for (size_t k = 1; k <= n; ++k) simplex[k][k - 1] += round == 0 ? 0.15 : 0.3;
-    std::vector<double> fv(n + 1);
-    for (size_t k = 0; k <= n; ++k) fv[k] = loss(simplex[k]);
-    nelder_mead(simplex, fv, loss, 400);
-    const size_t bi = size_t(std::min_element(fv.begin(), fv.end()) - fv.begin());
-    if (fv[bi] <= best_f) { best_f = fv[bi]; best_u = simplex[bi]; }
-  }
-  if (final_loss) *final_loss = best_f;
-  return moe_apply_params(start, to_x(best_u));
+  return huber_fit(rows, start, {spec, moe_apply_params, spec.prior, 400}, use_row, final_loss);
 }
 
 // --- all-to-all bandwidth points -----------------------------------------------------------------------------------
