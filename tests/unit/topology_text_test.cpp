@@ -1,7 +1,8 @@
 // Slurm's topology text back into records. The lines are Slurm's own formats: 22.05's slurm_print_topo_record
 // ("SwitchName=%s Level=%u LinkSpeed=%u " then "Nodes=%s " and "Switches=%s " where set, src/api/topo_info.c),
-// and 24.11 topology/block's BlockName= lines as `scontrol show topology` prints them (slurm.topology_block checks
-// "BlockName=nvl1 .*Nodes=ptnode" on the real 24.11 daemons).
+// and 24.11 topology/block's ("BlockName=%s BlockIndex=%u" then " Nodes=%s", _print_topo_record in
+// src/plugins/topology/block/topology_block.c; slurm.topology_block sees "BlockName=nvl1 .*Nodes=ptnode" from the
+// real 24.11 daemons).
 #include <gtest/gtest.h>
 
 #include "job/topology_text.h"
@@ -23,11 +24,13 @@ TEST(TopologyText, SwitchTreeLeavesAndSpine) {
 }
 
 TEST(TopologyText, BlocksAreLeaves) {
-  const auto r = parse_topology_text("BlockName=nvl1 BlockIndex=0 Nodes=ptnode BlockSize=1\nBlockSizes=1\n");
-  ASSERT_EQ(r.size(), 1u);  // BlockSizes= is no record
+  const auto r = parse_topology_text("BlockName=nvl1 BlockIndex=0 Nodes=ptnode\nBlockName=nvl2 BlockIndex=1\nBlockSizes=1\n");
+  ASSERT_EQ(r.size(), 2u);  // BlockSizes= is no record
   EXPECT_EQ(r[0].name, "nvl1");
   EXPECT_EQ(r[0].level, 0);
   EXPECT_EQ(r[0].nodes, "ptnode");
+  EXPECT_EQ(r[1].name, "nvl2");  // a block without nodes: no Nodes= printed
+  EXPECT_EQ(r[1].nodes, "");
 }
 
 TEST(TopologyText, BadLinesAreSkippedNotTheRest) {
