@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Extract the launch contract of each supported framework version from its own source (stdlib only).
 
-    scripts/contracts/extract.py [--mirrors DIR] [--torch-root DIR] [--pytorch-files DIR] [--only NAME] [-o DIR]
+    scripts/contracts/extract.py --mirrors DIR [--torch-root DIR] [--pytorch-files DIR] [--only NAME] [-o DIR]
 
 For every entry of VERSIONS below the source is read at a pinned commit — from a bare git mirror
 (DIR/<owner>+<repo>/repo, as the project's fetch tool lays them out) or, for PyTorch, from a plain tree
@@ -354,12 +354,16 @@ def aws_ofi_nccl(src):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mirrors", default="/work/.mirror")
+    # No default directory: where the mirrors lie is this machine's business (PARATUNE_MIRRORS or --mirrors).
+    ap.add_argument("--mirrors", default=os.environ.get("PARATUNE_MIRRORS"),
+                    help="directory of bare git mirrors, DIR/<owner>+<repo>/repo (default: $PARATUNE_MIRRORS)")
     ap.add_argument("--torch-root", default="/usr/lib/python3/dist-packages")
     ap.add_argument("--pytorch-files", help="a tree of newer PyTorch files with a MANIFEST.json {path: commit}")
     ap.add_argument("--only", help="one framework")
     ap.add_argument("-o", "--output", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "contracts"))
     a = ap.parse_args()
+    if not a.mirrors:
+        ap.error("--mirrors DIR (or PARATUNE_MIRRORS) is required: the bare git mirrors of the framework sources")
     os.makedirs(a.output, exist_ok=True)
     for fw, version, repo, mirror, ref in VERSIONS:
         if a.only and a.only != fw:
