@@ -35,13 +35,7 @@ write_plugstack() {
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-# series_at_least MAJOR MINOR: the installed Slurm (slurmd -V: "slurm 24.11.5") is of that release series or newer.
-series_at_least() {
-  local v; v=$(slurmd -V 2>/dev/null | sed -n 's/^slurm[^0-9]*\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
-  [ -n "$v" ] || die "cannot read the Slurm version from slurmd -V"
-  set -- "$1" "$2" $v
-  [ $(( 10#$3 * 100 + 10#$4 )) -ge $(( $1 * 100 + $2 )) ]
-}
+source "$(dirname "${BASH_SOURCE[0]}")/slurm_series.sh"  # series_at_least, write_cgroup_conf
 
 client_env() {
   echo "export SLURM_CONF=$conf"
@@ -127,12 +121,7 @@ CONF
   rm -f "$dir/etc/topology.conf"
   [ -z "${LOCAL_SLURM_TOPOLOGY_CONF:-}" ] || printf '%s\n' "$LOCAL_SLURM_TOPOLOGY_CONF" > "$dir/etc/topology.conf"
   echo "NodeName=$node Name=gpu File=$dir/dev/nvidia[0-$((ngpus-1))]" > "$dir/etc/gres.conf"
-  # This cluster uses no cgroups (proctrack/linuxproc, task/none), but slurmd initialises a cgroup plugin all the
-  # same and refuses to start where no cgroup file system is mounted (22.05 and 24.11 alike; the Debian 13 root of
-  # scripts/debian13.sh has none). 24.11 can be told CgroupPlugin=disabled; 22.05 has no such value and relies on
-  # the host's cgroup mounts (docs/slurm-versions.md).
-  rm -f "$dir/etc/cgroup.conf"
-  if series_at_least 24 11; then echo "CgroupPlugin=disabled" > "$dir/etc/cgroup.conf"; fi
+  write_cgroup_conf "$dir/etc"
   # slurmctld's epilog hook: a no-op unless a test writes its own (test_site_view.sh). Slurm 22.05 hands
   # EpilogSlurmctld to slurmscriptd when slurmctld starts, and `scontrol reconfigure` does not change it there,
   # so the hook is configured from the start and tests swap its content.

@@ -26,6 +26,7 @@
 set -euo pipefail
 
 die() { echo "cluster: $*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../integration/slurm_series.sh"  # write_cgroup_conf
 cmd=${1:-}; dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: $0 start|stop|plugstack|exec|kill-node|restart-node|wait-idle|nodes DIR ..."
 case "$dir" in /*) ;; *) mkdir -p "$dir"; dir=$(cd "$dir" && pwd) ;; esac
@@ -137,13 +138,7 @@ CONF
     echo "NodeName=mn$i Name=gpu File=$dir/nodes/mn$i/dev/nvidia[0-$((ngpus-1))]" >> "$dir/etc/gres.conf"
   done
   echo "PartitionName=debug Nodes=mn[0-$((n-1))] Default=YES MaxTime=INFINITE State=UP" >> "$conf"
-  # slurmd refuses to start without a cgroup file system even with proctrack/linuxproc and task/none; 24.11 can be
-  # told CgroupPlugin=disabled (the Debian 13 root of scripts/debian13.sh has no cgroup fs), 22.05 has no such
-  # value and uses the host's (docs/slurm-versions.md).
-  rm -f "$dir/etc/cgroup.conf"
-  local v; v=$(slurmd -V 2>/dev/null | sed -n 's/^slurm[^0-9]*\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
-  set -- $v
-  if [ -n "$v" ] && [ $(( 10#$1 * 100 + 10#$2 )) -ge 2411 ]; then echo "CgroupPlugin=disabled" > "$dir/etc/cgroup.conf"; fi
+  write_cgroup_conf "$dir/etc"
 }
 
 start_munge() {
