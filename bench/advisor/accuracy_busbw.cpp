@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "accuracy_sections.h"
+#include "accuracy_stats.h"
 
 namespace paratune::accuracy {
 
@@ -17,11 +18,7 @@ struct BusRow {
   const char* what;
 };
 
-std::string f2(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f", v);
-  return b;
-}
+std::string f2(double v) { return formatted(v, "%.2f"); }
 
 }  // namespace
 

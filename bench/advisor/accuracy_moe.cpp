@@ -20,11 +20,7 @@ using advisor::Layout;
 using calib::has;
 using Key = std::function<std::string(const Row&)>;
 
-std::string f2(double v, const char* fmt = "%.2f") {
-  char b[64];
-  std::snprintf(b, sizeof b, fmt, v);
-  return b;
-}
+std::string f2(double v, const char* fmt = "%.2f") { return formatted(v, fmt); }
 
 std::string expert_layout(const Layout& l) {
   std::string s = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " ep" + std::to_string(l.ep);

@@ -14,11 +14,7 @@ namespace {
 
 using advisor::Layout;
 
-std::string f1(double v, const char* fmt = "%.1f") {
-  char b[64];
-  std::snprintf(b, sizeof b, fmt, v);
-  return b;
-}
+std::string f1(double v, const char* fmt = "%.1f") { return formatted(v, fmt); }
 
 std::string layout_str(const Layout& l) {
   std::string s = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " dp" + std::to_string(l.dp);

@@ -41,11 +41,13 @@ struct Stats {
   }
 };
 
-inline std::string pct(double v, const char* fmt = "%.1f %%") {
+// A number through a printf format (one double conversion), for the report's tables.
+inline std::string formatted(double v, const char* fmt) {
   char b[64];
-  std::snprintf(b, sizeof b, fmt, 100 * v);
+  std::snprintf(b, sizeof b, fmt, v);
   return b;
 }
+inline std::string pct(double v, const char* fmt = "%.1f %%") { return formatted(100 * v, fmt); }
 
 // "rows | MAPE | median APE | signed median | over-predicted | max error" (bold MAPE when `bold`).
 inline std::string stats_cells(const Stats& s, bool bold = false) {
