@@ -558,6 +558,15 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
     plan.notes.push_back("tie-break: within 1 % of the fastest (" + fmt("%.3f", st.best.front().t) +
                          " s), the simpler layout was preferred");
   if (!plan.alternatives.empty()) plan.notes.push_back(runner_up_note(plan.prediction, plan.alternatives.front().prediction));
+  if (s.training.pipeline_split == PipelineSplit::Balanced && plan.layout.pp > 1) {
+    // The emitted arguments of every framework paratune writes split layers evenly: say what the plan assumed.
+    const StageSplit split = pipeline_stages(s.model, PipelineSplit::Balanced, plan.layout.pp);
+    std::string counts;
+    for (int n : split.layers) counts += (counts.empty() ? "" : ",") + std::to_string(n);
+    plan.notes.push_back("pipeline_split = balanced: the prediction assumes " + counts + " layers per stage (LM head "
+                         "on stage " + std::to_string(split.head_rank) + "); the " + to_string(plan.framework) +
+                         " arguments do not set per-stage layer counts, so the stack must split them itself");
+  }
   if ((plan.framework == Framework::Fsdp || plan.framework == Framework::Torchtitan) && plan.layout.zero_stage >= 2)
     plan.notes.push_back("CUDA_DEVICE_MAX_CONNECTIONS left unset: FSDP prefetching overlaps best with several queues");
   return plan;

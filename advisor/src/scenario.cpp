@@ -102,6 +102,13 @@ const char* to_string(Fp8Recipe r) {
   }
   return "?";
 }
+const char* to_string(PipelineSplit p) { return p == PipelineSplit::Balanced ? "balanced" : "layers"; }
+PipelineSplit pipeline_split_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "layers" || v == "uniform") return PipelineSplit::Layers;
+  if (v == "balanced" || v == "cost") return PipelineSplit::Balanced;
+  throw std::invalid_argument("'" + s + "' is not a pipeline split; valid: layers, balanced");
+}
 Attention attention_from_string(const std::string& s) {
   const std::string v = lower(s);
   if (v == "flash2" || v == "fa2" || v == "flash-attn-2") return Attention::Flash2;

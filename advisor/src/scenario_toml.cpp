@@ -286,7 +286,8 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   if (!t) throw std::invalid_argument(origin + ":1:1: training: missing [training] table (global_batch is required)");
   check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "framework_version", "overlap_dp_comm",
                                   "flash_attention", "attention", "fp8_recipe", "compile", "tp_comm_overlap",
-                                  "grad_reduce_fp32", "fp8_param_gather", "moe_a2a_overlap", "moe_force_balance"});
+                                  "grad_reduce_fp32", "fp8_param_gather", "moe_a2a_overlap", "moe_force_balance",
+                                  "pipeline_split"});
   if (!get_int(c, *t, "training.", "global_batch", s.training.global_batch, 1, 1L << 30))
     c.fail(*t, "training.global_batch", "missing; give the sequences per optimizer step (e.g. 1024)");
   get_enum(c, *t, "training.", "precision", s.training.precision, precision_from_string);
@@ -303,6 +304,8 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   if (get_bool(c, *t, "training.", "moe_force_balance", b)) s.training.moe_force_balance = b;
   Attention att{};
   if (get_enum(c, *t, "training.", "attention", att, attention_from_string)) s.training.attention = att;
+  PipelineSplit split{};
+  if (get_enum(c, *t, "training.", "pipeline_split", split, pipeline_split_from_string)) s.training.pipeline_split = split;
   Fp8Recipe recipe{};
   if (get_enum(c, *t, "training.", "fp8_recipe", recipe, fp8_recipe_from_string)) s.training.fp8_recipe = recipe;
 

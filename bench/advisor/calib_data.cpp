@@ -216,9 +216,10 @@ void fill_training(Row& r) {
   else if (legacy) t.grad_reduce_fp32 = true;
   if (recipe(r, "fp8_param_gather") == "true" && t.precision == Precision::Fp8) t.fp8_param_gather = true;
   if (const std::string o = recipe(r, "tp_comm_overlap"); o == "on" || o == "off") t.tp_comm_overlap = o == "on";
-  if (r.stack == "nanotron") {  // FlashAttention-2, no TP communication overlap (nanotron 2025)
+  if (r.stack == "nanotron") {  // FlashAttention-2, no TP communication overlap, stages balanced by cost (nanotron 2025)
     t.attention = Attention::Flash2;
     t.tp_comm_overlap = false;
+    t.pipeline_split = PipelineSplit::Balanced;
   }
 }
 

@@ -211,3 +211,17 @@ TEST(TuningLog, FrameworkVersionOfALine) {
   EXPECT_TRUE(old.problems.empty());
   EXPECT_EQ(old.entries.at(0).framework_version(), "");
 }
+
+TEST(TuningLog, PipelineSplitRoundTripsThroughTheScenarioJson) {
+  paratune::advisor::Scenario s;
+  s.model = paratune::advisor::model_preset("llama3-8b");
+  s.training.global_batch = 64;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  EXPECT_FALSE(scenario_to_json(s)["training"].contains("pipeline_split"));  // unset stays unset
+  s.training.pipeline_split = paratune::advisor::PipelineSplit::Balanced;
+  auto j = scenario_to_json(s);
+  EXPECT_EQ(j["training"]["pipeline_split"], "balanced");
+  EXPECT_EQ(*scenario_from_json(j).training.pipeline_split, paratune::advisor::PipelineSplit::Balanced);
+  j["training"]["pipeline_split"] = "zigzag";
+  EXPECT_THROW(scenario_from_json(j), std::invalid_argument);
+}

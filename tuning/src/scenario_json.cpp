@@ -124,6 +124,7 @@ Scenario scenario_from_json(const json& j) {
   opt_bool(t, "moe_force_balance", s.training.moe_force_balance);
   if (auto a = opt_str(t, "attention"); !a.empty()) s.training.attention = attention_from_string(a);
   if (auto r = opt_str(t, "fp8_recipe"); !r.empty()) s.training.fp8_recipe = fp8_recipe_from_string(r);
+  if (auto p = opt_str(t, "pipeline_split"); !p.empty()) s.training.pipeline_split = pipeline_split_from_string(p);
   const json& c = obj(j, "cluster");
   s.cluster.gpu = opt_str(c, "gpu");
   opt_num(c, "nodes", s.cluster.nodes, "cluster.");
@@ -203,6 +204,7 @@ json scenario_to_json(const Scenario& s) {
   if (s.training.fp8_param_gather) training["fp8_param_gather"] = *s.training.fp8_param_gather;
   if (s.training.attention) training["attention"] = to_string(*s.training.attention);
   if (s.training.fp8_recipe) training["fp8_recipe"] = to_string(*s.training.fp8_recipe);
+  if (s.training.pipeline_split) training["pipeline_split"] = to_string(*s.training.pipeline_split);
   if (s.training.moe_a2a_overlap) training["moe_a2a_overlap"] = *s.training.moe_a2a_overlap;
   if (s.training.moe_force_balance) training["moe_force_balance"] = *s.training.moe_force_balance;
   json cluster = {{"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},

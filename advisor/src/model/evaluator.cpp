@@ -109,8 +109,13 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   const Stages st = stage_times(r_, l, pl.total(), emb, head, mb_over);
   int Lf, Lm, Ll;
   stage_layers(r_, l, &Lf, &Lm, &Ll);
-  const double head_part = l.pp == 1 ? emb + head : (st.last >= st.max() ? head : 0);
-  r.br = assemble(pl, std::max({Lf, Lm, Ll}), head_part, mb_over, st, m, pp_p2p(r_, p_, l, m),
+  double head_part = l.pp == 1 ? emb + head : (st.last >= st.max() ? head : 0);
+  int Lmax = std::max({Lf, Lm, Ll});
+  if (st.slow_layers >= 0) {  // balanced split: the slowest stage's own contents
+    Lmax = st.slow_layers;
+    head_part = (st.slow_emb ? emb : 0) + (st.slow_head ? head : 0);
+  }
+  r.br = assemble(pl, Lmax, head_part, mb_over, st, m, pp_p2p(r_, p_, l, m),
                   moe ? moe_dp_comm_exposed(r_, p_, l, lc, rc) : dp_comm_exposed(r_, p_, l, lc, rc),
                   moe ? moe_optimizer_s(r_, l) : optimizer_s(r_, l), p_.step_overhead_s);
   r.step_s = step_of(r.br);

@@ -4,10 +4,79 @@
 
 #include "terms.h"
 
-namespace paratune::advisor::terms {
+namespace paratune::advisor {
+
+namespace {
+
+// nanotron's stage assignment (src/nanotron/models/base.py, build_model; block costs from models/llama.py,
+// get_block_compute_costs): the blocks in order -- the embedding (no cost), L decoder layers (4 h^2 + 3 f h each:
+// the attention projections counted without grouped KV heads, the gated MLP), the LM head (V h) -- each go to the
+// current rank, which moves on once the cumulative cost passes its share (rank + 1) / p of the total. A large
+// vocabulary thus takes layers off the last stage; late ranks may be left with no layer at all. `visit(rank,
+// layers, head)` is called once per rank, in order.
+template <class Visit>
+void balanced_split(const ModelSpec& m, int p, Visit visit) {
+  const double h = m.hidden, f = m.ffn_hidden;
+  const int L = m.layers;
+  const double layer = 4 * h * h + (m.gated_mlp ? 3 : 2) * f * h, head = double(m.vocab) * h;
+  const double total = L * layer + head;
+  int rank = 0, layers = 0;
+  double cum = 0;
+  for (int block = 0; block <= L; ++block) {  // blocks 0..L-1: layers; block L: the LM head
+    const bool is_head = block == L;
+    cum += is_head ? head : layer;
+    if (!is_head) ++layers;
+    const bool passed = cum > total * (rank + 1) / p && rank < p - 1;
+    if (is_head || passed) {
+      visit(rank, layers, is_head);
+      layers = 0;
+      ++rank;
+    }
+  }
+  for (; rank < p; ++rank) visit(rank, 0, false);
+}
+
+}  // namespace
+
+StageSplit pipeline_stages(const ModelSpec& m, PipelineSplit split, int pp) {
+  StageSplit out;
+  const int p = std::max(1, pp), L = m.layers;
+  if (split == PipelineSplit::Balanced && p > 1) {
+    balanced_split(m, p, [&](int rank, int layers, bool head) {
+      out.layers.push_back(layers);
+      if (head) out.head_rank = rank;
+    });
+    return out;
+  }
+  // Equal layer counts, as stage_layers below: (L+2)/p with the embedding and the loss counted as layers where
+  // that divides, else ceil(L/p) with the remainder short on the last stage.
+  Resolved R;
+  R.s.model = m;
+  Layout l;
+  l.pp = p;
+  int first, mid, last;
+  terms::stage_layers(R, l, &first, &mid, &last);
+  out.layers.assign(p, mid);
+  out.layers.front() = first;
+  if (p > 1) out.layers.back() = std::max(0, L - first - (p - 2) * mid);
+  out.head_rank = p - 1;
+  return out;
+}
+
+namespace terms {
 
 void stage_layers(const Resolved& R, const Layout& l, int* first, int* mid, int* last) {
   const int L = R.s.model.layers, p = std::max(1, l.pp);
+  if (p > 1 && R.stack.balanced_stages) {
+    // The first stage, the one holding the LM head (it carries the logits' memory), the largest of the rest.
+    *first = *mid = *last = 0;
+    balanced_split(R.s.model, p, [&](int rank, int layers, bool head) {
+      if (rank == 0) *first = layers;
+      if (head) *last = layers;
+      else if (rank > 0) *mid = std::max(*mid, layers);
+    });
+    return;
+  }
   if (p == 1) {
     *first = *mid = *last = L;
   } else if (L % p == 0) {
@@ -29,6 +98,21 @@ Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double 
   int Lf, Lm, Ll;
   stage_layers(R, l, &Lf, &Lm, &Ll);
   Stages st;
+  if (p > 1 && R.stack.balanced_stages) {
+    // Each rank's time; the slowest sets the pace (its layer count and whether it holds the head kept for the
+    // breakdown); first / mid / last as stage_layers reports them.
+    double sum = 0, slowest = -1;
+    balanced_split(R.s.model, p, [&](int rank, int layers, bool has_head) {
+      const double t = layers * per_layer + (rank == 0 ? emb : 0) + (has_head ? head : 0) + mb_over;
+      sum += t;
+      if (rank == 0) st.first = t;
+      if (has_head) st.last = t;
+      else if (rank > 0) st.mid = std::max(st.mid, t);
+      if (t > slowest) { slowest = t; st.slow_layers = layers; st.slow_head = has_head; st.slow_emb = rank == 0; }
+    });
+    st.bubble = (sum - st.max()) / v;
+    return st;
+  }
   if (p == 1) {
     st.first = st.mid = st.last = R.s.model.layers * per_layer + emb + head + mb_over;
   } else {
@@ -53,4 +137,5 @@ double pp_p2p(const Resolved& R, const ModelParams& p, const Layout& l, int micr
   return (2.0 * microbatches * v + 2.0 * (l.pp - 1)) * one * (1 - (v > 1 && R.stack.overlap_dp ? p.pp_overlap : 0));
 }
 
-}  // namespace paratune::advisor::terms
+}  // namespace terms
+}  // namespace paratune::advisor

@@ -72,6 +72,10 @@ struct Stages {
   double first = 0, mid = 0, last = 0;  // seconds per micro-batch per stage (all virtual chunks)
   double max() const;
   double bubble = 0;                     // pipeline fill and drain per step
+  // Balanced splits only (StackProfile::balanced_stages): the slowest stage's layers, and whether it holds the
+  // embedding / the LM head; -1 = equal layer counts (the evaluator takes the largest stage_layers count).
+  int slow_layers = -1;
+  bool slow_emb = false, slow_head = false;
 };
 Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double emb, double head, double mb_over);
 // Point-to-point activations and gradients between stages, per step.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/plan.h"
@@ -113,6 +114,14 @@ double active_params(const ModelSpec& m);
 // --overlap-moe-expert-parallel-comm: EP > 1, alltoall or flex, no full recompute, interleaving when PP > 1, at most
 // one MTP layer; on unless training.moe_a2a_overlap = false). The model and the adapters ask the same question.
 bool moe_a2a_overlap(const Scenario& s, const Layout& l, Framework f);
+// Transformer layers on each pipeline rank and the rank that holds the LM head, as the stack splits them
+// (PipelineSplit: equal counts, or nanotron's cost-balanced greedy; docs/model.md §4). The model and the plan's
+// note use the same split.
+struct StageSplit {
+  std::vector<int> layers;
+  int head_rank = 0;
+};
+StageSplit pipeline_stages(const ModelSpec& m, PipelineSplit split, int pp);
 // Model FLOPs per token (the MFU convention: 6 * (non-embedding params + logits GEMM) + 12 * l * h * s).
 double model_flops_per_token(const ModelSpec& m);
 

@@ -20,6 +20,10 @@ enum class Attention { Flash2, Flash3, Cudnn, None };
 // FP8 scaling recipe: one scale per tensor (delayed amax history or current), per row, per 128x128 block, or
 // MXFP8 (one 8-bit exponent per 32 elements: Blackwell tensor cores).
 enum class Fp8Recipe { Delayed, Tensorwise, Rowwise, Blockwise, Mxfp8 };
+// How the stack assigns transformer layers to pipeline stages: equal layer counts (Megatron, NeMo, DeepSpeed,
+// torchtitan; the embedding on the first stage and the LM head on the last on top), or balanced by compute cost
+// with the LM head counted as a block (nanotron's build_model: greedy over cumulative block costs).
+enum class PipelineSplit { Layers, Balanced };
 enum class Fabric { InfiniBand, RoCE, Efa, Slingshot, OmniPath, Ethernet };
 // Mixture of experts. The router's load balancing: an auxiliary loss (Switch/GShard, Mixtral, Qwen3, gpt-oss), or
 // aux-loss-free expert bias (DeepSeek-V3's sigmoid gate with a per-expert bias).
@@ -35,6 +39,8 @@ const char* to_string(Attention a);
 const char* to_string(Fp8Recipe r);
 Attention attention_from_string(const std::string& s);
 Fp8Recipe fp8_recipe_from_string(const std::string& s);
+const char* to_string(PipelineSplit p);
+PipelineSplit pipeline_split_from_string(const std::string& s);
 const char* to_string(Recompute r);
 const char* to_string(Fabric f);
 const char* to_string(MoeRouter r);
@@ -97,6 +103,7 @@ struct TrainingSpec {
   std::optional<Attention> attention;    // the attention kernel (attention = "none" is flash_attention = false)
   std::optional<Fp8Recipe> fp8_recipe;   // with precision fp8
   std::optional<bool> compile;           // torch.compile of the model (FSDP, torchtitan)
+  std::optional<PipelineSplit> pipeline_split;  // layers per stage (unset = equal layer counts)
   std::optional<bool> tp_comm_overlap;   // TP communication overlapped with GEMMs (Megatron --tp-comm-overlap,
                                          // torchtitan async TP)
   std::optional<bool> grad_reduce_fp32;  // gradients accumulated and reduced in fp32 (Megatron

@@ -1,0 +1,98 @@
+// Pipeline stage splits: equal layer counts (Megatron's default and its account-for-embedding/loss rule) and
+// nanotron's cost-balanced assignment. The balanced expectations come from running nanotron's own loop
+// (src/nanotron/models/base.py build_model, costs from models/llama.py get_block_compute_costs, at commit 2411b02)
+// on each model's published dimensions, not from this code.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/model.h"
+#include "paratune/advisor/scenario_toml.h"
+
+using namespace paratune::advisor;
+
+namespace {
+// Llama 3.2 1B (the Ultra-Scale Playbook sweep's model): 16 layers, hidden 2048, 32 heads (8 KV), FFN 8192,
+// vocabulary 128,256 (its Hugging Face config.json).
+ModelSpec llama32_1b() {
+  ModelSpec m = model_preset("llama3-8b");
+  m.name = "llama3.2-1b";
+  m.layers = 16;
+  m.hidden = 2048;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 8192;
+  m.seq_len = 4096;
+  return m;
+}
+}  // namespace
+
+TEST(PipelineSplit, NanotronBalancesTheLmHeadOfASmallModel) {
+  const ModelSpec m = llama32_1b();
+  // The LM head (V h = 263 M) weighs 3.9 layers (4 h^2 + 3 f h = 67 M): nanotron takes layers off the last rank.
+  EXPECT_EQ(pipeline_stages(m, PipelineSplit::Balanced, 2).layers, (std::vector<int>{10, 6}));
+  EXPECT_EQ(pipeline_stages(m, PipelineSplit::Balanced, 4).layers, (std::vector<int>{5, 5, 5, 1}));
+  const StageSplit eight = pipeline_stages(m, PipelineSplit::Balanced, 8);
+  EXPECT_EQ(eight.layers, (std::vector<int>{3, 2, 3, 2, 3, 2, 1, 0}));
+  EXPECT_EQ(eight.head_rank, 6);  // the last rank keeps only the fp32 cast and the loss
+  // Llama 3 8B, whose head weighs less than 1.2 layers.
+  const ModelSpec l8 = model_preset("llama3-8b");
+  EXPECT_EQ(pipeline_stages(l8, PipelineSplit::Balanced, 4).layers, (std::vector<int>{9, 9, 8, 6}));
+  EXPECT_EQ(pipeline_stages(l8, PipelineSplit::Balanced, 8).layers, (std::vector<int>{5, 4, 4, 5, 4, 4, 4, 2}));
+  for (int pp : {2, 4, 8}) {
+    const auto v = pipeline_stages(m, PipelineSplit::Balanced, pp).layers;
+    EXPECT_EQ(std::accumulate(v.begin(), v.end(), 0), m.layers) << "pp " << pp;
+  }
+}
+
+TEST(PipelineSplit, EqualLayerCounts) {
+  const ModelSpec m = llama32_1b();
+  EXPECT_EQ(pipeline_stages(m, PipelineSplit::Layers, 4).layers, (std::vector<int>{4, 4, 4, 4}));
+  EXPECT_EQ(pipeline_stages(m, PipelineSplit::Layers, 4).head_rank, 3);
+  // Llama 3.1 405B on 8 stages: 126 + 2 = 128 divides by 8 (Megatron --account-for-embedding/loss-in-pipeline-split).
+  EXPECT_EQ(pipeline_stages(model_preset("llama3.1-405b"), PipelineSplit::Layers, 8).layers,
+            (std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15}));
+}
+
+// The balanced split changes the prediction where it changes the bottleneck stage: with the head on a rank of its
+// own the last stage is no longer the slowest (Playbook sweep, 1 node, dp2 pp4: measured as fast as pp2).
+TEST(PipelineSplit, BalancedStagesShortenTheBottleneck) {
+  Scenario s;
+  s.model = llama32_1b();
+  s.training.global_batch = 256;
+  s.training.framework = Framework::Torchtitan;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  Layout l;
+  l.pp = 4;
+  l.dp = 2;
+  l.micro_batch = 1;
+  l.zero_stage = 1;
+  const double layers_step = Evaluator(s, s.training.framework).evaluate(l).step_s;
+  s.training.pipeline_split = PipelineSplit::Balanced;
+  const double balanced_step = Evaluator(s, s.training.framework).evaluate(l).step_s;
+  EXPECT_LT(balanced_step, 0.9 * layers_step);
+  l.pp = 1;
+  l.dp = 8;  // positive control: without a pipeline the split changes nothing
+  const double flat = Evaluator(s, s.training.framework).evaluate(l).step_s;
+  s.training.pipeline_split = PipelineSplit::Layers;
+  EXPECT_DOUBLE_EQ(Evaluator(s, s.training.framework).evaluate(l).step_s, flat);
+}
+
+TEST(PipelineSplit, ParsedFromTheScenarioFile) {
+  const char* base = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 64\npipeline_split = \"%s\"\n"
+                     "[cluster]\ngpu = \"h100-sxm5-80gb\"\nnodes = 1\ngpus_per_node = 8\n";
+  char text[512];
+  std::snprintf(text, sizeof text, base, "balanced");
+  EXPECT_EQ(*parse_scenario_toml(text, "s.toml").training.pipeline_split, PipelineSplit::Balanced);
+  std::snprintf(text, sizeof text, base, "zigzag");
+  try {
+    parse_scenario_toml(text, "bad.toml");
+    FAIL() << "an unknown pipeline split was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.toml:5:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layers, balanced"), std::string::npos) << e.what();
+  }
+}
