@@ -287,7 +287,7 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   check_keys(c, *t, "training.", {"global_batch", "precision", "framework", "framework_version", "overlap_dp_comm",
                                   "flash_attention", "attention", "fp8_recipe", "compile", "tp_comm_overlap",
                                   "grad_reduce_fp32", "fp8_param_gather", "moe_a2a_overlap", "moe_force_balance",
-                                  "pipeline_split"});
+                                  "pipeline_split", "overlap_param_gather"});
   if (!get_int(c, *t, "training.", "global_batch", s.training.global_batch, 1, 1L << 30))
     c.fail(*t, "training.global_batch", "missing; give the sequences per optimizer step (e.g. 1024)");
   get_enum(c, *t, "training.", "precision", s.training.precision, precision_from_string);
@@ -300,6 +300,7 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   if (get_bool(c, *t, "training.", "tp_comm_overlap", b)) s.training.tp_comm_overlap = b;
   if (get_bool(c, *t, "training.", "grad_reduce_fp32", b)) s.training.grad_reduce_fp32 = b;
   if (get_bool(c, *t, "training.", "fp8_param_gather", b)) s.training.fp8_param_gather = b;
+  if (get_bool(c, *t, "training.", "overlap_param_gather", b)) s.training.overlap_param_gather = b;
   if (get_bool(c, *t, "training.", "moe_a2a_overlap", b)) s.training.moe_a2a_overlap = b;
   if (get_bool(c, *t, "training.", "moe_force_balance", b)) s.training.moe_force_balance = b;
   Attention att{};

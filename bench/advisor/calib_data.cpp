@@ -220,6 +220,7 @@ void fill_training(Row& r) {
     t.attention = Attention::Flash2;
     t.tp_comm_overlap = false;
     t.pipeline_split = PipelineSplit::Balanced;
+    t.overlap_param_gather = false;  // ZeroDistributedOptimizer.step: _all_gather_params() after the update
   }
 }
 

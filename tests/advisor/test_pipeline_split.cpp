@@ -1,4 +1,4 @@
-// Pipeline stage splits: equal layer counts (Megatron's default and its account-for-embedding/loss rule) and
+// Pipeline stage splits and the ZeRO-1 parameter gather: equal layer counts (Megatron's default and its account-for-embedding/loss rule) and
 // nanotron's cost-balanced assignment. The balanced expectations come from running nanotron's own loop
 // (src/nanotron/models/base.py build_model, costs from models/llama.py get_block_compute_costs, at commit 2411b02)
 // on each model's published dimensions, not from this code.
@@ -95,4 +95,38 @@ TEST(PipelineSplit, ParsedFromTheScenarioFile) {
     EXPECT_NE(std::string(e.what()).find("bad.toml:5:"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("layers, balanced"), std::string::npos) << e.what();
   }
+}
+
+// ZeRO-1's all-gather of the updated parameters: behind the next forward (Megatron --overlap-param-gather), or after
+// the optimizer step with nothing to hide behind (DeepSpeed ZeRO-1/2, nanotron's ZeroDistributedOptimizer.step).
+// Exposed, it costs at least the whole gather; ZeRO-0 has none to expose (the control).
+TEST(ParamGather, AfterTheStepIsExposed) {
+  Scenario s;
+  s.model = model_preset("llama3-8b");
+  s.training.global_batch = 256;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 16;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  Layout l;
+  l.tp = 4;
+  l.dp = 32;
+  l.micro_batch = 1;
+  l.zero_stage = 1;
+  l.sequence_parallel = true;
+  auto dp_exposed = [&](std::optional<bool> overlap) {
+    s.training.overlap_param_gather = overlap;
+    return Evaluator(s, Framework::Megatron).evaluate(l).br.dp_comm_exposed;
+  };
+  const double hidden = dp_exposed(std::nullopt), after_step = dp_exposed(false);
+  EXPECT_DOUBLE_EQ(dp_exposed(true), hidden);  // the default is the overlapped gather
+  // 8B / tp 4 = 2e9 parameters, 4 GB in bf16, gathered by each of the 4 DP groups (one per TP rank, 2 GPUs per
+  // node) over 16 nodes: 15/16 of 4 GB enters every node once per group, 15 GB through 8 x 400 Gb/s = 400 GB/s,
+  // so the gather alone takes no less than 37.5 ms at line rate.
+  EXPECT_GE(after_step, 0.0375) << "hidden: " << hidden;
+  EXPECT_GT(after_step, hidden);
+  l.zero_stage = 0;
+  EXPECT_DOUBLE_EQ(dp_exposed(false), dp_exposed(true));
 }

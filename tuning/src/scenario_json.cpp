@@ -120,6 +120,7 @@ Scenario scenario_from_json(const json& j) {
   opt_bool(t, "tp_comm_overlap", s.training.tp_comm_overlap);
   opt_bool(t, "grad_reduce_fp32", s.training.grad_reduce_fp32);
   opt_bool(t, "fp8_param_gather", s.training.fp8_param_gather);
+  opt_bool(t, "overlap_param_gather", s.training.overlap_param_gather);
   opt_bool(t, "moe_a2a_overlap", s.training.moe_a2a_overlap);
   opt_bool(t, "moe_force_balance", s.training.moe_force_balance);
   if (auto a = opt_str(t, "attention"); !a.empty()) s.training.attention = attention_from_string(a);
@@ -202,6 +203,7 @@ json scenario_to_json(const Scenario& s) {
   if (s.training.tp_comm_overlap) training["tp_comm_overlap"] = *s.training.tp_comm_overlap;
   if (s.training.grad_reduce_fp32) training["grad_reduce_fp32"] = *s.training.grad_reduce_fp32;
   if (s.training.fp8_param_gather) training["fp8_param_gather"] = *s.training.fp8_param_gather;
+  if (s.training.overlap_param_gather) training["overlap_param_gather"] = *s.training.overlap_param_gather;
   if (s.training.attention) training["attention"] = to_string(*s.training.attention);
   if (s.training.fp8_recipe) training["fp8_recipe"] = to_string(*s.training.fp8_recipe);
   if (s.training.pipeline_split) training["pipeline_split"] = to_string(*s.training.pipeline_split);

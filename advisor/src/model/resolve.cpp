@@ -59,6 +59,7 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
   st.grad_fp32 = s.training.grad_reduce_fp32.value_or(st.pytorch_native);
   st.fp8_params = s.training.precision == Precision::Fp8 && st.megatron_core &&
                   s.training.fp8_param_gather.value_or(false);
+  st.overlap_param_gather = s.training.overlap_param_gather.value_or(true);
   st.balanced_stages = s.training.pipeline_split == PipelineSplit::Balanced;
   st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan) &&
                   (arch == GpuArch::Hopper || arch == GpuArch::Blackwell) &&

@@ -33,11 +33,14 @@ double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l,
     return exposed(R, p, ar, stage_bwd);
   }
   if (z == 0) return exposed(R, p, collective_s(R, p, Coll::AllReduce, psi * gbytes, ndp, t), stage_bwd);
+  // The updated parameters' all-gather: behind the next forward, or after the optimizer step with nothing to hide
+  // behind (overlap_param_gather = false).
+  const double gather = collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t);
+  const double gather_exposed = R.stack.overlap_param_gather ? exposed(R, p, gather, stage_fwd) : gather;
   if (z == 1 || (z == 2 && !per_mb_rs))
-    return exposed(R, p, collective_s(R, p, Coll::ReduceScatter, psi * gbytes, ndp, t), stage_bwd) +
-           exposed(R, p, collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t), stage_fwd);
+    return exposed(R, p, collective_s(R, p, Coll::ReduceScatter, psi * gbytes, ndp, t), stage_bwd) + gather_exposed;
   // ZeRO-2 / shard-grad-op: gradients reduced per micro-batch (shard_comm_layer), params gathered per step.
-  if (z == 2 && !per_mb_ag) return exposed(R, p, collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t), stage_fwd);
+  if (z == 2 && !per_mb_ag) return gather_exposed;
   return 0;
 }
 

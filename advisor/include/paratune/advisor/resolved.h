@@ -23,6 +23,7 @@ struct StackProfile {
   bool pytorch_native = false;  // FSDP or torchtitan (per-parameter sharding, fp32 sharded parameters)
   bool grad_fp32 = false;     // gradients accumulated and reduced in fp32 (else in the 16-bit parameter dtype)
   bool fp8_params = false;    // FP8 primary weights, gathered in FP8 (Megatron-Core with fp8_param_gather)
+  bool overlap_param_gather = true;  // ZeRO-1/2 parameter all-gather hidden behind the next forward
   bool balanced_stages = false;  // pipeline stages balanced by compute cost (PipelineSplit::Balanced)
   double grad_bytes() const { return grad_fp32 ? 4 : 2; }
   double gather_bytes() const { return fp8_params ? 1 : 2; }  // per parameter in a parameter all-gather

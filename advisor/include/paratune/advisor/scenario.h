@@ -110,6 +110,9 @@ struct TrainingSpec {
                                          // --accumulate-allreduce-grads-in-fp32 / grad_reduce_in_fp32, FSDP
                                          // reduce_dtype); default: off for Megatron-Core, NeMo and DeepSpeed (their
                                          // defaults), on for FSDP and torchtitan (torchtitan's default)
+  std::optional<bool> overlap_param_gather;  // ZeRO-1/2: the updated parameters' all-gather overlapped with the next
+                                             // forward (Megatron --overlap-param-gather); false = gathered after the
+                                             // optimizer step, exposed (DeepSpeed ZeRO-1/2, nanotron); default true
   std::optional<bool> fp8_param_gather;  // FP8 primary weights, gathered in FP8 (Megatron --fp8-param-gather,
                                          // NeMo fp8_params); default off
   // Mixture of experts (unset = the framework's default):
