@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/model.h"
 #include "paratune/advisor/scenario_toml.h"
 
@@ -129,4 +130,31 @@ TEST(ParamGather, AfterTheStepIsExposed) {
   EXPECT_GT(after_step, hidden);
   l.zero_stage = 0;
   EXPECT_DOUBLE_EQ(dp_exposed(false), dp_exposed(true));
+}
+
+// The framework's own default and its arguments follow the same switch: DeepSpeed has only the exposed gather;
+// Megatron's --overlap-param-gather is emitted unless the scenario turns the overlap off.
+TEST(ParamGather, DefaultsAndMegatronArguments) {
+  Scenario s;
+  s.model = model_preset("llama3-8b");
+  s.training.global_batch = 256;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 4;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  Plan p;
+  p.framework = Framework::Megatron;
+  p.layout.tp = 1; p.layout.dp = 32; p.layout.micro_batch = 1; p.layout.zero_stage = 1;
+  auto dp_exposed = [&](Framework f) { return Evaluator(s, f).evaluate(p.layout).br.dp_comm_exposed; };
+  const double megatron = dp_exposed(Framework::Megatron), deepspeed = dp_exposed(Framework::DeepSpeed);
+  EXPECT_GT(deepspeed, megatron);
+  s.training.overlap_param_gather = true;  // DeepSpeed told otherwise: the model follows the scenario
+  EXPECT_DOUBLE_EQ(dp_exposed(Framework::DeepSpeed), megatron);
+  const auto args = [&] { return framework_args(s, p).files.at(0).content; };
+  EXPECT_NE(args().find("--overlap-param-gather"), std::string::npos) << args();
+  s.training.overlap_param_gather = false;
+  EXPECT_EQ(args().find("--overlap-param-gather"), std::string::npos) << args();
+  EXPECT_NE(args().find("--overlap-grad-reduce"), std::string::npos) << args();  // the control: still overlapped
 }

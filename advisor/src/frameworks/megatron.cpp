@@ -49,7 +49,7 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   }
   if (l.dp * l.cp > 1 && t.overlap_dp_comm.value_or(true)) {
     add("--overlap-grad-reduce");
-    if (l.zero_stage == 1) add("--overlap-param-gather");
+    if (l.zero_stage == 1 && t.overlap_param_gather.value_or(true)) add("--overlap-param-gather");
   }
   if (v.tp_overlap()) add("--tp-comm-overlap");
   if (l.recompute == Recompute::Selective) add("--recompute-granularity", "selective");

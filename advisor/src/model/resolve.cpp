@@ -59,7 +59,9 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
   st.grad_fp32 = s.training.grad_reduce_fp32.value_or(st.pytorch_native);
   st.fp8_params = s.training.precision == Precision::Fp8 && st.megatron_core &&
                   s.training.fp8_param_gather.value_or(false);
-  st.overlap_param_gather = s.training.overlap_param_gather.value_or(true);
+  // DeepSpeed ZeRO-1/2 all-gathers the updated 16-bit parameters inside the optimizer step (stage_1_and_2.py,
+  // all_gather_dp_groups after the update): nothing to hide it behind. The others overlap it by default.
+  st.overlap_param_gather = s.training.overlap_param_gather.value_or(f != Framework::DeepSpeed);
   st.balanced_stages = s.training.pipeline_split == PipelineSplit::Balanced;
   st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan) &&
                   (arch == GpuArch::Hopper || arch == GpuArch::Blackwell) &&

@@ -112,7 +112,8 @@ struct TrainingSpec {
                                          // defaults), on for FSDP and torchtitan (torchtitan's default)
   std::optional<bool> overlap_param_gather;  // ZeRO-1/2: the updated parameters' all-gather overlapped with the next
                                              // forward (Megatron --overlap-param-gather); false = gathered after the
-                                             // optimizer step, exposed (DeepSpeed ZeRO-1/2, nanotron); default true
+                                             // optimizer step, exposed (DeepSpeed ZeRO-1/2, nanotron); default
+                                             // false for DeepSpeed (its only way), true for the others
   std::optional<bool> fp8_param_gather;  // FP8 primary weights, gathered in FP8 (Megatron --fp8-param-gather,
                                          // NeMo fp8_params); default off
   // Mixture of experts (unset = the framework's default):
