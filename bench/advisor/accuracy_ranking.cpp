@@ -143,8 +143,9 @@ void write_ranking(std::ostream& md, Report& rep, const HeldOut& held) {
        << " | " << rows[pb].id << " | " << (match ? "yes" : "**no**") << " | " << cell(m) << " | " << cell(b)
        << " | " << cell(h) << " |\n";
   }
-  md << "\n**" << pct(model_all.share(), "%.0f %%") << " of " << model_all.pairs
-     << " pairs ordered as measured** out of sample (in sample " << pct(in_all.share(), "%.0f %%")
+  md << "\n**" << pct(model_all.share(), "%.1f %%") << " of " << model_all.pairs
+     << " pairs ordered as measured** out of sample (" << formatted(model_all.concordant, "%.1f")
+     << " pairs, a tie counting half; in sample " << pct(in_all.share(), "%.0f %%")
      << "), against " << pct(blind_all.share(), "%.0f %%") << " for the layout-blind baseline and "
      << pct(heur_all.share(), "%.0f %%") << " for the rule of thumb; the measured best layout predicted best in "
      << matches << " of " << groups << " groups (a measured tie within 2 % counts as a match). Pairs measured at "

@@ -81,6 +81,14 @@ TEST(Memory, ModelStatesPerZeroStage) {
   l.zero_stage = 3;
   Evaluator(s, Framework::Fsdp).memory_gib(l, &mb);
   EXPECT_NEAR((mb.weights + mb.gradients + mb.optimizer) * GiB, psi * 16 / 32, psi * 1e-4);
+  // ZeRO-1 in a PyTorch-native stack, as nanotron builds it (ZeroDistributedOptimizer over FP32GradientAccumulator,
+  // nanotron helpers.py): bf16 params, the full fp32 gradient accumulator, fp32 master + Adam m, v sharded: 6 + 12/d.
+  l.zero_stage = 1;
+  Evaluator(s, Framework::Torchtitan).memory_gib(l, &mb);
+  EXPECT_NEAR((mb.weights + mb.gradients + mb.optimizer) * GiB, psi * (6 + 12.0 / 32), psi * 1e-4);
+  l.zero_stage = 0;  // DDP (torchtitan's replicate): fp32 params, grads, Adam m, v
+  Evaluator(s, Framework::Torchtitan).memory_gib(l, &mb);
+  EXPECT_NEAR((mb.weights + mb.gradients + mb.optimizer) * GiB, psi * 16, psi * 1e-4);
 }
 
 // 1F1B keeps p micro-batches in flight on the first stage (Narayanan et al. 2021 §2.2); interleaving multiplies by

@@ -39,6 +39,10 @@ StateBytes state_bytes(const Resolved& R, int z, double n_sh) {
       // fp32 sharded params, fp32 grads, Adam m, v: 16/n for full shard; DDP keeps all 16 bytes; shard-grad-op
       // keeps the unsharded bf16 params between forward and backward.
       b = {4, 4, 8, false};
+      // ZeRO-1, which FSDP and torchtitan lack, as the PyTorch-native stacks that have it build it (nanotron's
+      // ZeroDistributedOptimizer over its fp32 gradient accumulator, as DeepSpeed's): bf16 params, the full fp32
+      // gradient accumulator, fp32 master weights and Adam m, v for this rank's shard only.
+      if (z == 1) b = {2, 4, 12 / n_sh, false};
       if (z >= 2) { b.weights = 4 / n_sh + 2; b.grads /= n_sh; b.optimizer /= n_sh; }
       if (z >= 3) { b.weights = 4 / n_sh; b.layer_buffers = true; }
       break;
