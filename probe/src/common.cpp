@@ -77,8 +77,10 @@ const std::vector<GpuModelInfo>& gpu_model_table() {
       // MI300X, MI300A): Infinity Fabric (xGMI) links between all GPUs of the node; bandwidth from the catalog.
       {0x1002, 0x66a1, "mi50-32gb", 32, 0, GpuModelInfo::None},
       {0x1002, 0x738c, "mi100-32gb", 32, 0, GpuModelInfo::None},
-      {0x1002, 0x7408, "mi250x-128gb", 128, 0, GpuModelInfo::Xgmi},
-      {0x1002, 0x740c, "mi250x-128gb", 128, 0, GpuModelInfo::Xgmi},
+      // MI250X: each PCI function is one of the package's two GCDs, with its own 64 GB of HBM2e (the 128 GB is
+      // the package's; the OS, ROCm and Slurm's gres all count GCDs).
+      {0x1002, 0x7408, "mi250x-64gb", 64, 0, GpuModelInfo::Xgmi},
+      {0x1002, 0x740c, "mi250x-64gb", 64, 0, GpuModelInfo::Xgmi},
       {0x1002, 0x74a1, "mi300x-192gb", 192, 0, GpuModelInfo::Xgmi},
       {0x1002, 0x74a0, "mi300a-128gb", 128, 0, GpuModelInfo::Xgmi},
   };

@@ -88,7 +88,10 @@ TEST(ModernFixtures, B200WithLicenceCommentLoadsAndPairs) {
 TEST(ModernFixtures, Mi250xSlingshotNicsByNumaNode) {
   Topology t = load_fixture("modern/hwloc-xml/mpibind-tioga-4xmi250x-slingshot.xml");
   ASSERT_EQ(t.gpus.size(), 8u);
-  for (const auto& g : t.gpus) EXPECT_EQ(g.model, "mi250x-128gb");
+  for (const auto& g : t.gpus) {
+    EXPECT_EQ(g.model, "mi250x-64gb");  // one GCD per OS device (AMD: 64 GB HBM2e per GCD, 128 GB per package)
+    EXPECT_EQ(g.memory_gib, std::optional<double>(64));
+  }
   ASSERT_EQ(t.nics.size(), 4u);  // not the Intel ens2
   for (const auto& n : t.nics) {
     EXPECT_EQ(n.vendor_id, 0x17db);
