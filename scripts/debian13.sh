@@ -20,7 +20,7 @@
 #   PARATUNE_DEBIAN_MIRROR    Debian archive URL (default: the one this machine's apt uses for bookworm, so the
 #                             same host serves trixie; http://deb.debian.org/debian if apt names none)
 #   PARATUNE_DEBIAN13_JOBS    parallel compile/test jobs in the root (default: nproc)
-#   PARATUNE_DEBIAN13_NICE    nice level of the in-root build (default 0; .ci/run runs it at 10)
+#   PARATUNE_DEBIAN13_NICE    nice level of the in-root build (default 0; .ci/run runs the whole step at nice 19 instead)
 #
 # How the root is entered: every step runs in its own mount, PID, network, UTS and IPC namespaces (unshare), with
 # /proc, /sys, /dev, /run and /tmp mounted inside the root in that private mount namespace, and in the network

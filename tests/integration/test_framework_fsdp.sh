@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 : "${PARATUNE_CLI:?set by ctest}"
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null || [ ! -x /usr/bin/torchrun ]; then
-  echo "SKIP: Debian's python3-torch is not installed (scripts/install-deps.sh installs it)"; exit 0
+  echo "SKIP: Debian's python3-torch is not installed (scripts/install-deps.sh installs it)"; exit 77
 fi
 cp "$(dirname "$0")/frameworks/fsdp_train.py" "$WORK/"
 torch_version=$(/usr/bin/python3 -c "import torch; print(torch.__version__)")
