@@ -122,7 +122,14 @@ def main():
             tps = mbs * accum * seq / elapsed  # tokens per second per rank
             print(f"step: {step}  loss: {loss.item():.4f}  memory: 0.00GiB(0.00%)  tps: {tps:.1f}  "
                   f"tflops: 0.00  mfu: 0.00%", flush=True)
+    dist.barrier()  # every rank is done before rank 0, which hosts the TCPStore, goes away
     dist.destroy_process_group()
+    # Debian 13's PyTorch 2.6 (TCPStore without libuv) now and then aborts rank 0 at interpreter shutdown, after
+    # the work is done ("terminate called without an active exception", SIGABRT: a store thread still joinable
+    # when its destructor runs). The run is over and everything is flushed: leave without the C++ destructors.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
