@@ -43,8 +43,12 @@ client_env() {
 
 wait_idle() {
   export SLURM_CONF=$conf
-  for _ in $(seq 1 60); do
-    alive "$dir/run/slurmctld.pid" || die "slurmctld is not running; see $dir/log/slurmctld.log"
+  for i in $(seq 1 60); do
+    # slurmctld writes its pid file after it has forked into the background: give it 10 s to appear, then
+    # require the process it names (a pid file whose process is gone means it died).
+    if [ -f "$dir/run/slurmctld.pid" ] || [ "$i" -gt 10 ]; then
+      alive "$dir/run/slurmctld.pid" || die "slurmctld is not running; see $dir/log/slurmctld.log"
+    fi
     state=$(sinfo -h -n "$node" -o %t 2>/dev/null | head -n1 || true)
     case "$state" in
       idle|mix|alloc) return 0 ;;
