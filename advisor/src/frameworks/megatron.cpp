@@ -1,5 +1,6 @@
 // Megatron-LM arguments (pretrain_gpt.py). Names and rules: tests/contracts/megatron--<version>.json.
 #include "adapters.h"
+#include "paratune/advisor/model.h"
 
 namespace paratune::advisor::frameworks {
 
@@ -49,7 +50,7 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   }
   if (l.dp * l.cp > 1 && t.overlap_dp_comm.value_or(true)) {
     add("--overlap-grad-reduce");
-    if (l.zero_stage == 1 && t.overlap_param_gather.value_or(true)) add("--overlap-param-gather");
+    if (l.zero_stage == 1 && overlap_param_gather(t, Framework::Megatron)) add("--overlap-param-gather");
   }
   if (v.tp_overlap()) add("--tp-comm-overlap");
   if (l.recompute == Recompute::Selective) add("--recompute-granularity", "selective");

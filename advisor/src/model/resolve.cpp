@@ -6,6 +6,12 @@
 
 namespace paratune::advisor {
 
+// DeepSpeed ZeRO-1/2 all-gathers the updated 16-bit parameters inside the optimizer step (stage_1_and_2.py,
+// all_gather_dp_groups after the update): nothing to hide it behind. The others overlap it by default.
+bool overlap_param_gather(const TrainingSpec& t, Framework f) {
+  return t.overlap_param_gather.value_or(f != Framework::DeepSpeed);
+}
+
 namespace {
 
 // The attention kernel's speed relative to the fitted attn_eff_rel, which describes the fastest fused kernel of the
@@ -59,9 +65,7 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
   st.grad_fp32 = s.training.grad_reduce_fp32.value_or(st.pytorch_native);
   st.fp8_params = s.training.precision == Precision::Fp8 && st.megatron_core &&
                   s.training.fp8_param_gather.value_or(false);
-  // DeepSpeed ZeRO-1/2 all-gathers the updated 16-bit parameters inside the optimizer step (stage_1_and_2.py,
-  // all_gather_dp_groups after the update): nothing to hide it behind. The others overlap it by default.
-  st.overlap_param_gather = s.training.overlap_param_gather.value_or(f != Framework::DeepSpeed);
+  st.overlap_param_gather = overlap_param_gather(s.training, f);
   st.balanced_stages = s.training.pipeline_split == PipelineSplit::Balanced;
   st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan) &&
                   (arch == GpuArch::Hopper || arch == GpuArch::Blackwell) &&

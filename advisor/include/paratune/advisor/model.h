@@ -114,6 +114,10 @@ double active_params(const ModelSpec& m);
 // --overlap-moe-expert-parallel-comm: EP > 1, alltoall or flex, no full recompute, interleaving when PP > 1, at most
 // one MTP layer; on unless training.moe_a2a_overlap = false). The model and the adapters ask the same question.
 bool moe_a2a_overlap(const Scenario& s, const Layout& l, Framework f);
+// Whether ZeRO-1/2's parameter all-gather runs behind the next forward in framework f (training.overlap_param_gather,
+// else the framework's way: DeepSpeed gathers inside its optimizer step, the others overlap). The model and the
+// adapters ask the same question.
+bool overlap_param_gather(const TrainingSpec& t, Framework f);
 // Transformer layers on each pipeline rank and the rank that holds the LM head, as the stack splits them
 // (PipelineSplit: equal counts, or nanotron's cost-balanced greedy; docs/model.md §4). The model and the plan's
 // note use the same split.
