@@ -27,6 +27,19 @@ ModelSpec llama32_1b() {
   m.seq_len = 4096;
   return m;
 }
+// Llama 3 8B, 256 sequences a step, on DGX H100 nodes (8 x 400 Gb/s NICs).
+Scenario llama3_8b_on_h100(int nodes) {
+  Scenario s;
+  s.model = model_preset("llama3-8b");
+  s.training.global_batch = 256;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = nodes;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  return s;
+}
 }  // namespace
 
 TEST(PipelineSplit, NanotronBalancesTheLmHeadOfASmallModel) {
@@ -102,15 +115,7 @@ TEST(PipelineSplit, ParsedFromTheScenarioFile) {
 // the optimizer step with nothing to hide behind (DeepSpeed ZeRO-1/2, nanotron's ZeroDistributedOptimizer.step).
 // Exposed, it costs at least the whole gather; ZeRO-0 has none to expose (the control).
 TEST(ParamGather, AfterTheStepIsExposed) {
-  Scenario s;
-  s.model = model_preset("llama3-8b");
-  s.training.global_batch = 256;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = 16;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nvlink_domain = 8;
-  s.cluster.nic_count = 8;
-  s.cluster.nic_gbps = 400;
+  Scenario s = llama3_8b_on_h100(16);
   Layout l;
   l.tp = 4;
   l.dp = 32;
@@ -135,15 +140,7 @@ TEST(ParamGather, AfterTheStepIsExposed) {
 // The framework's own default and its arguments follow the same switch: DeepSpeed has only the exposed gather;
 // Megatron's --overlap-param-gather is emitted unless the scenario turns the overlap off.
 TEST(ParamGather, DefaultsAndMegatronArguments) {
-  Scenario s;
-  s.model = model_preset("llama3-8b");
-  s.training.global_batch = 256;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = 4;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nvlink_domain = 8;
-  s.cluster.nic_count = 8;
-  s.cluster.nic_gbps = 400;
+  Scenario s = llama3_8b_on_h100(4);
   Plan p;
   p.framework = Framework::Megatron;
   p.layout.tp = 1; p.layout.dp = 32; p.layout.micro_batch = 1; p.layout.zero_stage = 1;
