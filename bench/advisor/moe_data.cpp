@@ -71,7 +71,9 @@ void fill_training(Row& r, bool mlperf) {
   r.stack = "NeMo / Megatron-Core";
   // Megatron-Bridge's MoE benchmarks force-balance the routing (the summary's footnote); MLPerf trains for real.
   t.moe_force_balance = !mlperf;
-  t.moe_a2a_overlap = true;  // the recipes' overlap_moe_expert_parallel_comm (MLPerf: "EP a2a overlap")
+  // The recipes' overlap_moe_expert_parallel_comm (MLPerf: "EP a2a overlap"): off where the recipe fact in the
+  // dispatcher cell says so (Megatron-Bridge perf configs, data/calibration/README.md §7), else assumed on.
+  t.moe_a2a_overlap = !has(lower(r.f["token_dispatcher"]), "a2a overlap off");
 }
 
 void fill_layout(Row& r, bool mlperf) {
