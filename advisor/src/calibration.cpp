@@ -30,10 +30,10 @@
 //   6.9 of 50 GB/s), RoCE 0.88 / EFA 0.80 / Slingshot 0.80 / TCP 0.40 are priors (no published point in the file);
 //   fa3_gain 1.5 (FlashAttention-3 paper), FP8 recipe factors, compile_elt_scale (priors, model.h).
 // Mixture of experts (docs/model.md §9), fitted on the MoE rows only with the dense values held:
-//   grouped_gemm_eff     1.000  (prior 0.85, upper bound)   ep_overlap      0.829 (prior 0.50)  rows whose recipe
-//                                                           overlaps the all-to-all (recipe facts, README §7)
-//   moe_route_imbalance  1.000  (prior 1.10, lower bound)   grouped_gemm_hopper 0.428 (prior 0.80)  H100 MoE rows
-//   moe_layer_us         228.0  (prior 200)
+//   grouped_gemm_eff     0.996  (prior 0.85)                ep_overlap      0.950 (prior 0.50, upper bound) rows whose
+//                                                           recipe overlaps the all-to-all (recipe facts, README §7)
+//   moe_route_imbalance  1.000  (prior 1.10, lower bound)   grouped_gemm_hopper 0.503 (prior 0.80)  H100 MoE rows
+//   moe_layer_us         216.0  (prior 200)
 //   a2a_nvl_eff 0.481 / a2a_net_eff 0.913: medians of alltoall_bw.csv's training-mode dispatch rows (not fitted);
 //   nccl_a2a_eff 0.75, a2a_latency_us 30: priors.
 #include "paratune/advisor/model.h"
@@ -68,15 +68,16 @@ const ModelParams& shipped_params() {
     q.eager_elt_factor = 2.0273;
     q.ultra_attn_gain = 2.0;
     q.eager_hopper_eff = 0.7670;
-    // Mixture of experts (accuracy_report --moe ... --a2a ...): fitted on the 23 scored MoE rows only (MLPerf v6.0,
+    // Mixture of experts (accuracy_report --moe ... --a2a ...): fitted on the 27 scored MoE rows only (MLPerf v6.0,
     // the newest Megatron-Bridge release of each model and system), the dense values above held; dense models
-    // never read these. grouped_gemm_eff and moe_route_imbalance sit at their bounds (1.0): the rows push the
-    // Blackwell expert GEMMs to the large-GEMM efficiency and see no routing imbalance beyond the statistical one.
-    q.grouped_gemm_eff = 1.0;
-    q.ep_overlap = 0.8289;
+    // never read these. moe_route_imbalance sits at its bound (1.0: no routing imbalance beyond the statistical
+    // one), ep_overlap at its upper bound (0.95: where the recipe overlaps the all-to-all it is all but hidden),
+    // grouped_gemm_eff near its bound (Blackwell's expert GEMMs at the large-GEMM efficiency).
+    q.grouped_gemm_eff = 0.9957;
+    q.ep_overlap = 0.95;
     q.moe_route_imbalance = 1.0;
-    q.grouped_gemm_hopper = 0.4284;
-    q.moe_layer_us = 228.0;
+    q.grouped_gemm_hopper = 0.5033;
+    q.moe_layer_us = 216.0;
     q.a2a_nvl_eff = 0.4806;  // medians of shared/data/calibration/alltoall_bw.csv (training-mode dispatch rows)
     q.a2a_net_eff = 0.9134;
     return q;

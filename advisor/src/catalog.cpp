@@ -116,6 +116,11 @@ const std::vector<GpuSpec>& table() {
       // across the 72-GPU NVLink domain (nvlink_domain = 72 in the scenario); 4 GPUs per compute tray (node).
       G("gb200", "GB200 (NVL72)", GpuArch::Blackwell, 2450, 2450, 4900, 184.0, 8.0, 900, 64, true, true, true, 148,
         "NVIDIA GB200 NVL72 data sheet; peaks as dgxc-benchmarking READMEs state them"),
+      // NVIDIA DGX B300 data sheet: 72 PFLOPS FP8 training for 8 GPUs with sparsity (the same as DGX B200) ->
+      // 4.5 PFLOPS FP8 / 2.25 BF16 dense per GPU; 2.3 TB HBM3e = 288 GB per GPU at 8 TB/s; NVLink 5 1.8 TB/s
+      // through NVSwitch. Blackwell Ultra: the doubled attention-layer (softmax) rate of the GB300 entry.
+      G("b300-sxm-288gb", "B300 SXM 288GB", GpuArch::Blackwell, 2250, 2250, 4500, 285.4, 8.0, 900, 64, true, true,
+        true, 160, "NVIDIA DGX B300 data sheet (BF16/FP8 dense as B200)", true),
       // NVIDIA GB300 NVL72 data sheet: the same 360 / 720 PFLOPS BF16 / FP8 per rack with sparsity as GB200 (the
       // Ultra adds FP4 rate), 288 GB HBM3e at 8 TB/s, NVLink 5 1.8 TB/s.
       G("gb300", "GB300 (NVL72)", GpuArch::Blackwell, 2450, 2450, 4900, 285.4, 8.0, 900, 64, true, true, true, 160,
@@ -142,7 +147,8 @@ const GpuSpec* find_gpu(const std::string& key) {
   static const std::vector<std::pair<std::string, std::string>> aliases = {
       {"t4-16gb", "t4"}, {"l40s-48gb", "l40s"}, {"mi250x-128gb", "mi250x"}, {"mi250x-64gb", "mi250x"},
       {"mi300x-192gb", "mi300x"}, {"h100-sxm-80gb", "h100-sxm5-80gb"}, {"h200-sxm5-141gb", "h200-sxm-141gb"},
-      {"b200-180gb", "b200-sxm-180gb"}, {"gb200-186gb", "gb200"}, {"gb300-288gb", "gb300"}};
+      {"b200-180gb", "b200-sxm-180gb"}, {"gb200-186gb", "gb200"}, {"gb300-288gb", "gb300"},
+      {"b300-288gb", "b300-sxm-288gb"}};
   std::string k = key;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const auto& [a, b] : aliases)

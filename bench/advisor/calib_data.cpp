@@ -91,7 +91,8 @@ bool usp25_shape(const std::string& model, ModelSpec* m) {
 }
 
 std::string gpu_key(const std::string& gpu, double mem) {
-  if (has(gpu, "gb300") || has(gpu, "b300")) return "gb300";
+  if (has(gpu, "gb300")) return "gb300";
+  if (has(gpu, "b300")) return "b300-sxm-288gb";
   if (has(gpu, "gb200")) return "gb200";
   if (has(gpu, "b200")) return "b200-sxm-180gb";
   if (has(gpu, "h200")) return "h200-sxm-141gb";
@@ -102,7 +103,7 @@ std::string gpu_key(const std::string& gpu, double mem) {
 }
 
 std::string generation_of(const std::string& key) {
-  if (key.rfind("gb", 0) == 0 || key.rfind("b200", 0) == 0) return "Blackwell";
+  if (key.rfind("gb", 0) == 0 || key.rfind("b200", 0) == 0 || key.rfind("b300", 0) == 0) return "Blackwell";
   if (key.rfind("h", 0) == 0) return "Hopper";
   if (key.rfind("v100", 0) == 0) return "Volta";
   return "Ampere";

@@ -33,7 +33,7 @@ std::string preset_of(const std::string& model) {
 std::string gpu_of(const std::string& gpu) {
   if (has(gpu, "gb300")) return "gb300";
   if (has(gpu, "gb200")) return "gb200";
-  if (has(gpu, "b300")) return "";  // DGX B300: not in the catalog (no data sheet transcribed)
+  if (has(gpu, "b300")) return "b300-sxm-288gb";
   if (has(gpu, "b200")) return "b200-sxm-180gb";
   if (has(gpu, "h100")) return "h100-sxm5-80gb";
   return "";
@@ -158,7 +158,7 @@ std::vector<Row> load_moe_rows(const std::string& path, std::string* error, std:
     const std::string preset = preset_of(r.f["model"]);
     if (preset.empty()) { skip("model without a preset"); continue; }
     const std::string gpu = gpu_of(r.f["gpu"]);
-    if (gpu.empty()) { skip("GPU not in the catalog (DGX B300)"); continue; }
+    if (gpu.empty()) { skip("GPU not in the catalog"); continue; }
     r.s.model = model_preset(preset);
     r.s.model.seq_len = int(num(r.f["seq_len"]).value_or(r.s.model.seq_len));
     if (has(r.f["model"], "without mtp")) r.s.model.mtp_layers = 0;

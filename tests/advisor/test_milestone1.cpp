@@ -69,6 +69,13 @@ TEST(Catalog, GpuKeys) {
   EXPECT_DOUBLE_EQ(gpu_spec("gb200").bf16_tflops, 2450);
   EXPECT_DOUBLE_EQ(gpu_spec("gb300").fp8_tflops, 4900);
   EXPECT_GT(gpu_spec("gb300").memory_gib, gpu_spec("gb200").memory_gib);
+  // HGX/DGX B300, the key the probe reports for device 0x3182 (ModernFixtures.B300CxEightRails): DGX B300 data
+  // sheet 72 PFLOPS FP8 (sparse) for 8 GPUs -> 4,500 dense each, BF16 half of it; 288 GB as on GB300.
+  ASSERT_TRUE(is_gpu_key("b300-sxm-288gb"));
+  EXPECT_DOUBLE_EQ(gpu_spec("b300-sxm-288gb").fp8_tflops, 72000.0 / 8 / 2);
+  EXPECT_DOUBLE_EQ(gpu_spec("b300-sxm-288gb").bf16_tflops, 2250);
+  EXPECT_EQ(gpu_spec("b300-sxm-288gb").arch, GpuArch::Blackwell);
+  EXPECT_DOUBLE_EQ(gpu_spec("b300-sxm-288gb").memory_gib, gpu_spec("gb300").memory_gib);
   EXPECT_THROW(gpu_spec("rtx-9090"), std::invalid_argument);
 }
 
