@@ -147,8 +147,7 @@ const GpuSpec* find_gpu(const std::string& key) {
   static const std::vector<std::pair<std::string, std::string>> aliases = {
       {"t4-16gb", "t4"}, {"l40s-48gb", "l40s"}, {"mi250x-128gb", "mi250x"}, {"mi250x-64gb", "mi250x"},
       {"mi300x-192gb", "mi300x"}, {"h100-sxm-80gb", "h100-sxm5-80gb"}, {"h200-sxm5-141gb", "h200-sxm-141gb"},
-      {"b200-180gb", "b200-sxm-180gb"}, {"gb200-186gb", "gb200"}, {"gb300-288gb", "gb300"},
-      {"b300-288gb", "b300-sxm-288gb"}};
+      {"b200-180gb", "b200-sxm-180gb"}, {"gb200-186gb", "gb200"}, {"gb300-288gb", "gb300"}};
   std::string k = key;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const auto& [a, b] : aliases)

@@ -11,6 +11,16 @@
 
 namespace paratune::calib {
 
+// The generation a row is grouped by (leave one GPU generation out): the catalog's architecture of its GPU key.
+std::string generation_of(const std::string& gpu_key) {
+  switch (advisor::gpu_spec(gpu_key).arch) {
+    case GpuArch::Blackwell: return "Blackwell";
+    case GpuArch::Hopper: return "Hopper";
+    case GpuArch::Volta: return "Volta";
+    default: return "Ampere";
+  }
+}
+
 // CSV and text helpers (calib_data.h).
 
 std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
@@ -100,13 +110,6 @@ std::string gpu_key(const std::string& gpu, double mem) {
   if (has(gpu, "v100") && has(gpu, "sxm3")) return "v100-sxm3-32gb";
   if (has(gpu, "v100")) return mem < 20 ? "v100-sxm2-16gb" : "v100-sxm2-32gb";
   return mem < 60 ? "a100-sxm4-40gb" : "a100-sxm4-80gb";
-}
-
-std::string generation_of(const std::string& key) {
-  if (key.rfind("gb", 0) == 0 || key.rfind("b200", 0) == 0 || key.rfind("b300", 0) == 0) return "Blackwell";
-  if (key.rfind("h", 0) == 0) return "Hopper";
-  if (key.rfind("v100", 0) == 0) return "Volta";
-  return "Ampere";
 }
 
 // The training stack as the report groups it (leave one framework out), and the model's Framework for it.

@@ -83,6 +83,7 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text);
 std::string lower(std::string s);
 bool has(const std::string& s, const char* w);  // case-insensitive substring
 std::optional<double> num(const std::string& s);  // leading number of a cell
+std::string generation_of(const std::string& gpu_key);  // "Ampere" / "Hopper" / "Blackwell" / "Volta"
 
 // Nelder-Mead iterations on a simplex in place (fv: the loss at each vertex); shared by the dense and MoE fits.
 void nelder_mead(std::vector<std::vector<double>>& simplex, std::vector<double>& fv,

@@ -56,8 +56,7 @@ void fill_cluster(Row& r, const std::string& key) {
   c.fabric = has(net, "roce") ? Fabric::RoCE : Fabric::InfiniBand;
   c.gpu_nic_path = "PXB";
   c.nvls = false;  // NVIDIA's launchers export NCCL_NVLS_ENABLE=0 (data/calibration/README.md)
-  r.gen = "Blackwell";
-  if (key.rfind("h", 0) == 0) r.gen = "Hopper";
+  r.gen = generation_of(key);
 }
 
 void fill_training(Row& r, bool mlperf) {
