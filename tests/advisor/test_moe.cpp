@@ -131,6 +131,39 @@ TEST(MoeTerms, FlexDispatcherBeatsAllToAllAcrossNodes) {
   EXPECT_LT(a2a8.br.ep_comm, a2a.br.ep_comm);
 }
 
+// Megatron's 1F1B all-to-all overlap pairs a forward layer with an earlier micro-batch's backward layer: it can hide
+// transfers, never add to them, and the unpaired passes (the first forward and the last backward without a pipeline:
+// one of the m micro-batches) expose all of theirs. What is exposed is a critical path, so it moves no faster than
+// the transfers themselves when the network gets slower (no cliff).
+TEST(MoeOverlap, FollowsMegatronsLayerSchedule) {
+  Layout l = moe_layout(1, 1, 64, 16, Dispatcher::Flex);
+  l.micro_batch = 1;
+  auto exposed = [&](double nic_gbps, bool overlap, int gbs = 512) {
+    Scenario s = cluster("qwen3-235b-a22b", "h100-sxm5-80gb", 8, 8, 8, nic_gbps, gbs);
+    s.training.moe_a2a_overlap = overlap;
+    return Evaluator(s, Framework::Megatron).evaluate(l);
+  };
+  const auto on = exposed(400, true), off = exposed(400, false);
+  const int m = on.microbatches;
+  ASSERT_EQ(m, 512 / 64);
+  EXPECT_LT(on.br.ep_comm, off.br.ep_comm);
+  EXPECT_GE(on.br.ep_comm, off.br.ep_comm / m * 0.999);  // the unpaired first forward and last backward
+  // Two micro-batches: half the passes run unpaired, whatever the computation could have hidden.
+  const auto on2 = exposed(400, true, 128), off2 = exposed(400, false, 128);
+  ASSERT_EQ(on2.microbatches, 2);
+  EXPECT_GE(on2.br.ep_comm, off2.br.ep_comm / 2 * 0.999);
+  EXPECT_LT(on2.br.ep_comm, off2.br.ep_comm);
+  double last_on = 0, last_off = 0;
+  for (double gbps = 800; gbps >= 50; gbps -= 25) {
+    const double e_on = exposed(gbps, true).br.ep_comm, e_off = exposed(gbps, false).br.ep_comm;
+    if (last_on > 0) {
+      EXPECT_GE(e_on, last_on * 0.999) << gbps << " Gb/s";
+      EXPECT_LE(e_on - last_on, (e_off - last_off) * 1.001 + 1e-9) << gbps << " Gb/s";
+    }
+    last_on = e_on, last_off = e_off;
+  }
+}
+
 // Expert weights are split over ep: DeepSeek-V3's 256 experts do not fit 80 GB without it, do with EP 64; the
 // optimizer states of the experts shard over their own data-parallel group (edp = tp cp dp / ep).
 TEST(MoeTerms, ExpertWeightsShardOverEp) {

@@ -39,33 +39,76 @@ double dedup_share(const Resolved& R, const Layout& l) {
   return std::min(1.0, distinct_remote / (k * (I - 1) / I));
 }
 
-// One dispatch and one combine (forward) of one MoE layer and micro-batch at balanced routing.
-double dispatch_combine_s(const Resolved& R, const ModelParams& p, const Layout& l) {
+// The four transfers of one MoE layer and micro-batch: dispatch and combine forward, and their transposes backward
+// (the combine's gradient travels as a dispatch, the dispatch's as a combine), each with its expert-TP gather.
+struct A2aPhases {
+  double dispatch_f = 0, combine_f = 0, dispatch_b = 0, combine_b = 0;
+  double sum() const { return dispatch_f + combine_f + dispatch_b + combine_b; }
+};
+
+A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
   const double row_bytes = R.m.h * 2;  // 16-bit hidden states
   const double t_in = moe_tokens_in(R, l);
+  A2aPhases a;
   if (l.dispatcher == Dispatcher::AllGather) {
     // Every token to every rank of the EP x ETP group, then a reduce-scatter of the expert outputs.
     const int k = l.ep * l.etp;
     const double full = k * t_in * row_bytes;
-    return collective_s(R, p, Coll::AllGather, full, k, 1) + collective_s(R, p, Coll::ReduceScatter, full, k, 1);
+    a.dispatch_f = a.combine_b = collective_s(R, p, Coll::AllGather, full, k, 1);
+    a.combine_f = a.dispatch_b = collective_s(R, p, Coll::ReduceScatter, full, k, 1);
+    return a;
   }
   const double send = t_in * R.moe.k * row_bytes;
   // DeepEP / HybridEP dispatch FP8 rows in FP8 runs (1 byte + a scale per 128 values) and combine in BF16 (DeepEP
-  // README: "FP8 dispatching and BF16 combining"); NCCL's all-to-all moves the 16-bit hidden states both ways.
+  // README: "FP8 dispatching and BF16 combining"); gradients travel in BF16 both ways; NCCL's all-to-all moves the
+  // 16-bit hidden states.
   const bool fp8_dispatch = l.dispatcher == Dispatcher::Flex && R.s.training.precision == Precision::Fp8;
   const double dispatch_bytes = fp8_dispatch ? send * (1 + 4.0 / 128) / 2 : send;
-  double a2a = 0;
   if (l.ep > 1) {
     if (l.dispatcher == Dispatcher::Flex) {
       const double share = dedup_share(R, l);
-      a2a = alltoall_s(R, p, dispatch_bytes, l.ep, l.etp, share) + alltoall_s(R, p, send, l.ep, l.etp, share);
+      a.dispatch_f = alltoall_s(R, p, dispatch_bytes, l.ep, l.etp, share);
+      a.combine_f = a.dispatch_b = a.combine_b = alltoall_s(R, p, send, l.ep, l.etp, share);
     } else {
-      a2a = 2 * collective_s(R, p, Coll::AllToAll, send, l.ep, l.etp) / p.nccl_a2a_eff;
+      a.dispatch_f = a.combine_f = a.dispatch_b = a.combine_b =
+          collective_s(R, p, Coll::AllToAll, send, l.ep, l.etp) / p.nccl_a2a_eff;
     }
   }
   // Expert TP > 1: the received rows are gathered in the expert-TP group, the outputs reduce-scattered back.
-  const double etp = l.etp > 1 ? collective_s(R, p, Coll::AllGather, l.etp * send, l.etp, 1) : 0;
-  return a2a + 2 * etp;
+  if (l.etp > 1) {
+    const double etp = collective_s(R, p, Coll::AllGather, l.etp * send, l.etp, 1);
+    a.dispatch_f += etp, a.combine_f += etp, a.dispatch_b += etp, a.combine_b += etp;
+  }
+  return a;
+}
+
+// One forward layer of a micro-batch beside the backward layer of an earlier one, as Megatron-Core's combined 1F1B
+// runs them on a computation and a communication stream (TransformerLayerSchedulePlan.run):
+//   comm: combine_b        | dispatch_f -> dispatch_b     | combine_f
+//   comp: pre_dispatch_f   | mlp_b -> mlp_b_dw -> mlp_f   | pre_dispatch_b
+// each operation waiting for its stream and for the data it needs. Returns the pair's critical path.
+double layer_pair_s(const MoePhases& c, const A2aPhases& a) {
+  const double x = a.combine_b;                              // comm: gradient into the MLP's backward
+  const double pre_f = c.pre_f;                              // comp: attention block of the forward
+  const double y = std::max(x, pre_f) + a.dispatch_f;        // comm: the forward's tokens out (needs pre_f)
+  const double mlp_b = std::max(pre_f, x) + c.mlp_dgrad;     // comp: needs the combine's gradient
+  const double z = std::max(y, mlp_b) + a.dispatch_b;        // comm: the MLP's input gradient back (needs mlp_b)
+  const double dw = mlp_b + c.mlp_wgrad;
+  const double mlp_f = std::max(dw, y) + c.mlp_f;            // comp: needs the dispatched tokens
+  const double w = std::max(z, mlp_f) + a.combine_f;         // comm: the forward's outputs home
+  const double pre_b = std::max(mlp_f, z) + c.pre_b;         // comp: needs the dispatch's gradient
+  return std::max(w, pre_b);
+}
+
+// The share of a rank's layer passes that run paired: all but the warm-up forwards and the cool-down backwards
+// (Megatron's interleaved schedule: 2 (p - 1 - rank) + (v - 1) p warm-up chunks on a rank, p - 1 + (v - 1) p on
+// average; without a pipeline the first forward and the last backward).
+double paired_share(const Resolved& R, const Layout& l) {
+  const int m = std::max(1, R.s.training.global_batch / std::max(1, l.dp * l.micro_batch));
+  const int v = std::max(1, l.virtual_stages);
+  const double passes = double(m) * v;
+  const double warm_up = l.pp == 1 ? 1.0 : (l.pp - 1) + double(v - 1) * l.pp;
+  return std::clamp((passes - warm_up) / passes, 0.0, 1.0);
 }
 
 }  // namespace
@@ -77,21 +120,24 @@ bool moe_a2a_overlap_on(const MoeDims& d, const Layout& l) {
          (l.pp == 1 || l.virtual_stages > 1) && d.mtp <= 1;
 }
 
-MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c,
+MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute&,
                        double recompute) {
   MoeComm mc;
   if (!R.moe.moe || (l.ep <= 1 && l.etp <= 1)) return mc;
-  // Forward dispatch + combine, the same two backward (their transposes), once more with full recompute.
-  const double passes = 2 + (l.recompute == Recompute::Full ? 1 : 0);
-  mc.raw = R.moe.mix * passes * dispatch_combine_s(R, p, l);
-  // With --overlap-moe-expert-parallel-comm Megatron-Core runs one micro-batch's dispatch/combine beside another's
-  // compute (1F1B merged); only part of the layer's compute is such a window (steady state, not warm-up/cool-down).
-  const bool overlap = moe_a2a_overlap_on(R.moe, l);
-  if (overlap) {
-    const double window = p.ep_overlap * (c.fwd() + c.bwd() + recompute);
-    mc.exposed = std::max(0.0, mc.raw - window) + p.overlap_interference * std::min(mc.raw, window);
-  } else {
-    mc.exposed = mc.raw;
+  const A2aPhases a = a2a_phases(R, p, l);
+  // Full recompute runs the layer's forward again, its dispatch and combine included.
+  const double comm = a.sum() + (l.recompute == Recompute::Full ? a.dispatch_f + a.combine_f : 0);
+  mc.raw = R.moe.mix * comm;
+  mc.exposed = mc.raw;
+  if (moe_a2a_overlap_on(R.moe, l)) {
+    // Paired passes expose what the other micro-batch's computation cannot cover; the hidden part still takes the
+    // SMs the communication kernels run on (overlap_interference); unpaired passes expose all of it.
+    MoePhases c = moe_layer_phases(R, p, l);
+    c.pre_b += recompute;
+    const double exposed_pair = std::max(0.0, layer_pair_s(c, a) - c.sum());
+    const double hidden = std::max(0.0, comm - exposed_pair);
+    const double share = paired_share(R, l);
+    mc.exposed = R.moe.mix * (share * (exposed_pair + p.overlap_interference * hidden) + (1 - share) * comm);
   }
   // The busiest rank receives f times the rows: its all-to-all lasts that much longer, and the others wait.
   mc.imbalance = (moe_imbalance_factor(R, p, l) - 1) * mc.exposed;

@@ -72,6 +72,30 @@ double experts_s(const Resolved& R, const ModelParams& p, const Layout& l, doubl
 
 }  // namespace
 
+MoePhases moe_layer_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
+  const MoeDims& d = R.moe;
+  const double t = l.tp, h = R.m.h;
+  const double tok = double(l.micro_batch) * R.m.s / l.cp;
+  const double hs = l.sequence_parallel && l.tp > 1 ? t : 1.0;
+  const double t_in = moe_tokens_in(R, l);
+  double attn_f = 0, attn_b = 0;
+  attention_core_s(R, p, l, &attn_f, &attn_b);
+  const double proj = attention_proj_s(R, p, l, tok) + gemm_s(R, p, t_in, d.E, h, false);  // + the router
+  // The same bytes moe_layer_compute streams: norms, residuals, rotary and the router's scores before the dispatch;
+  // permutation, activation and the shared experts' activation in the MLP.
+  const double pre_elt = R.stack.elt_scale * (tok * h * (32 + (R.m.dropout ? 4 : 0)) / hs + 16 * t_in * d.E) / R.hbm;
+  const double rows = l.etp * t_in * d.k, act = R.m.gated ? 6 : 4;
+  const double mlp_elt = R.stack.elt_scale * (rows * (d.fe / l.etp * act + 8 * h) + tok * d.fs * act / t) / R.hbm;
+  const double mlp_gemm = experts_s(R, p, l, 1.0) + dense_mlp_s(R, p, tok, d.fs, t);
+  MoePhases ph;
+  ph.pre_f = proj + attn_f + pre_elt;
+  ph.pre_b = 2 * proj + attn_b + 2 * pre_elt;
+  ph.mlp_f = mlp_gemm + mlp_elt;
+  ph.mlp_dgrad = mlp_gemm + 2 * mlp_elt;  // backward GEMMs: one for the inputs' gradient, one for the weights'
+  ph.mlp_wgrad = mlp_gemm;
+  return ph;
+}
+
 double moe_tokens_in(const Resolved& R, const Layout& l) {
   const double tok = double(l.micro_batch) * R.m.s / l.cp;
   return l.sequence_parallel && l.tp > 1 ? tok / l.tp : tok;

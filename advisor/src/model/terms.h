@@ -111,6 +111,15 @@ double moe_imbalance_factor(const Resolved& R, const ModelParams& p, const Layou
 // (norms, permutation, activation) — at balanced routing. `imbalance` (if given) receives the extra forward+backward
 // GEMM time of the busiest rank.
 LayerCompute moe_layer_compute(const Resolved& R, const ModelParams& p, const Layout& l, double* imbalance = nullptr);
+// One MoE layer (not mix-averaged) split as Megatron-Core's layer schedule splits it (model_chunk_schedule_plan.py):
+// the computation before the dispatch (attention block, norms, router) and the MLP (routed and shared experts,
+// permutation, activation); backward with the MLP's input- and weight-gradient halves apart.
+struct MoePhases {
+  double pre_f = 0, mlp_f = 0;
+  double pre_b = 0, mlp_dgrad = 0, mlp_wgrad = 0;
+  double sum() const { return pre_f + mlp_f + pre_b + mlp_dgrad + mlp_wgrad; }
+};
+MoePhases moe_layer_phases(const Resolved& R, const ModelParams& p, const Layout& l);
 // Selective recompute of the generalised layer is Megatron-Core's MoE set (core attention, norms, MLA
 // up-projections, activation functions): what it recomputes beyond the attention core (recompute_s).
 double moe_recompute_extra_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c);

@@ -88,8 +88,6 @@ struct ModelParams {
   double a2a_latency_us = 30;        // fixed cost of one dispatch or combine (notify + launch; DeepEP normal kernels)
   double moe_route_imbalance = 1.10; // busiest EP rank's tokens / the mean with real (learned) routing; force-balanced
                                      // benchmark routing is 1 (plus the statistical spread, computed)
-  double ep_overlap = 0.5;           // share of the MoE layer's compute that hides dispatch/combine when overlapped
-                                     // with another micro-batch (1F1B A2A overlap: steady state only)
   double grouped_gemm_hopper = 0.8;  // Hopper's grouped expert GEMMs against Blackwell's (Transformer Engine runs
                                      // them as a multi-stream set of cuBLAS GEMMs there; Blackwell has fused grouped
                                      // kernels): prior 0.8, fitted on the H100 MoE rows
