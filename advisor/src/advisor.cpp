@@ -248,6 +248,7 @@ struct SearchState {
   Framework least_fw = Framework::Megatron;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   bool out_of_time = false;
+  double margin = kMemoryMargin;  // share of the GPU's memory kept free (SearchLimits::memory_margin)
 
   void offer(const Ranked& rk) {
     if (best.size() < keep || better(rk, best.back())) {
@@ -316,6 +317,12 @@ std::vector<int> shard_groups(const Scenario& s, Framework f, int z, const Split
   return groups;
 }
 
+// What a plan may use: the GPU's memory less the margin, of which the evaluator's headroom (policy, OOM history) is
+// already part of the model's reserve.
+double usable_gib(const Evaluator& ev, double margin) {
+  return ev.capacity_gib() - std::max(0.0, margin * ev.capacity_gib() - ev.headroom_gib);
+}
+
 // Every micro-batch of one fully chosen layout but the micro-batch, smallest first, until memory runs out.
 void search_micro_batches(const Evaluator& ev, Framework f, Layout l, const std::vector<int>& mbs, SearchState& st) {
   for (int mb : mbs) {
@@ -326,7 +333,7 @@ void search_micro_batches(const Evaluator& ev, Framework f, Layout l, const std:
       st.least_layout = l;
       st.least_fw = f;
     }
-    if (mem > ev.capacity_gib()) {
+    if (mem > usable_gib(ev, st.margin)) {
       ++st.pruned_memory;
       return;  // a larger micro-batch needs more memory still
     }
@@ -462,14 +469,16 @@ std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimit
 
 // "Nothing fits": what the leanest layout needs, split into what memory and what batch divisibility stand in the way.
 std::string nothing_fits_message(const Scenario& s, const Evaluator& ev, const SearchState& st) {
-  std::string msg = "nothing fits in " + fmt("%.1f", ev.capacity_gib()) + " GiB per GPU";
+  std::string msg = "nothing fits in " + fmt("%.1f", usable_gib(ev, st.margin)) + " GiB per GPU (" +
+                    fmt("%.1f", ev.capacity_gib()) + " less the " + fmt("%.0f", 100 * st.margin) +
+                    " % memory margin)";
   if (st.least_mem >= 1e29)
     return msg + "; no valid layout exists for these constraints (check that tp divides heads/kv_heads, pp divides "
                  "layers, and dp divides global_batch)";
   MemoryBreakdown mb;
   ev.memory_gib(st.least_layout, &mb);
   // Capped: a model far too large for the cluster must not print "about -2147483648 nodes".
-  const double need_nodes = std::min(1e9, std::ceil(s.cluster.nodes * st.least_mem / ev.capacity_gib()));
+  const double need_nodes = std::min(1e9, std::ceil(s.cluster.nodes * st.least_mem / usable_gib(ev, st.margin)));
   const Layout& l = st.least_layout;
   return msg + "; the leanest layout (tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) +
          " cp=" + std::to_string(l.cp) + (l.ep > 1 ? " ep=" + std::to_string(l.ep) : std::string()) +
@@ -513,6 +522,17 @@ std::string runner_up_note(const Prediction& winner, const Prediction& runner_up
          names[k] + " (+" + fmt("%.3f", dox[k] - dw[k]) + " s)";
 }
 
+// Which memory margin the plan kept, and why (the model's own error).
+std::string margin_note(const Evaluator& ev, double margin, double plan_gib) {
+  const double usable = usable_gib(ev, margin);
+  return "memory margin: plans were kept to " + fmt("%.1f", usable) + " of " + fmt("%.1f", ev.capacity_gib()) +
+         " GiB per GPU (" + fmt("%.0f", 100 * margin) + " % kept free for the memory model's own error" +
+         (ev.headroom_gib > 0 ? ", the policy's or the site's OOM-history headroom of " + fmt("%.1f", ev.headroom_gib) +
+                                    " GiB counted in it"
+                              : std::string()) +
+         "); this plan needs " + fmt("%.1f", plan_gib) + " GiB";
+}
+
 Prediction evaluate_ranked(const Scenario& s, const Evaluator& ev, const Ranked& r) {
   return to_prediction(s, ev, ev.evaluate(r.l));
 }
@@ -526,6 +546,7 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   SearchState st;
   st.keep = size_t(std::max(limits.top_n, 1)) + 32;
   st.least_fw = s.training.framework;
+  st.margin = std::clamp(limits.memory_margin.value_or(kMemoryMargin), 0.0, 0.9);
   if (limits.time_budget_s > 0)
     st.deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                            std::chrono::duration<double>(limits.time_budget_s));
@@ -551,6 +572,7 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   plan.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   plan.notes.push_back(std::to_string(st.evaluated) + " layouts evaluated, " + std::to_string(st.pruned_memory) +
                        " pruned by memory");
+  plan.notes.push_back(margin_note(ev_for(plan.framework), st.margin, plan.prediction.memory_gib_per_gpu));
   if (st.out_of_time)
     plan.notes.push_back("the search stopped at its time budget of " + fmt("%.1f", limits.time_budget_s) +
                          " s: this plan is the best of the layouts evaluated, not of all");

@@ -1,9 +1,9 @@
 // The shipped values of the model's fitted parameters, with their provenance. Regenerate with
-//   accuracy_report ../shared/data/calibration/measurements.csv --extra data/calibration/measurements_extra.csv --fit
+//   accuracy_report data/calibration/published/measurements.csv --extra data/calibration/measurements_extra.csv --fit
 // (bench/advisor) and paste the printed values here; docs/accuracy.md shows their effect row by row, out of sample
 // first.
 //
-// Provenance: 495 scored rows of shared/data/calibration/measurements.csv and data/calibration/measurements_extra.csv
+// Provenance: 495 scored rows of data/calibration/published/measurements.csv and data/calibration/measurements_extra.csv
 // (sources A Narayanan 2021, B Korthikanti 2022, D MosaicML llm-foundry, F NVIDIA NeMo, G Megatron-Bridge archive,
 // H dgxc-benchmarking, I Ultra-Scale Playbook sweep, L MLPerf Training), source-balanced Huber loss on the log
 // iteration time with a weak pull to the physical priors (bench/advisor/calib_data.cpp fit_spec):
@@ -24,7 +24,7 @@
 //   ultra_attn_gain      2.000  (prior 2.00, the data sheet's figure, upper bound)  GB300 rows (G, L)
 //   eager_hopper_eff     0.767  (prior 0.80)  the sweep's H100 rows (I), with nanotron's stage split, its
 //                                             parameter all-gather after the step and its ZeRO-1 memory
-// Not fitted (physical priors or direct reads of shared/data/calibration/nccl_busbw.csv):
+// Not fitted (physical priors or direct reads of data/calibration/published/nccl_busbw.csv):
 //   nvlink_eff 0.80 (A100 232.5/300, H100 ring 370/450, V100 124/150), nvls_gain 1.30 (480/370),
 //   fabric_eff: InfiniBand 0.95 (nccl #812 192/200, NDR 47/50, HDR 24/25), Omni-Path 0.17 (BigScience 10.6 and
 //   6.9 of 50 GB/s), RoCE 0.88 / EFA 0.80 / Slingshot 0.80 / TCP 0.40 are priors (no published point in the file);
@@ -77,7 +77,7 @@ const ModelParams& shipped_params() {
     q.moe_route_imbalance = 1.0;
     q.grouped_gemm_hopper = 0.5151;
     q.moe_layer_us = 185.8;
-    q.a2a_nvl_eff = 0.4806;  // medians of shared/data/calibration/alltoall_bw.csv (training-mode dispatch rows)
+    q.a2a_nvl_eff = 0.4806;  // medians of data/calibration/published/alltoall_bw.csv (training-mode dispatch rows)
     q.a2a_net_eff = 0.9134;
     return q;
   }();
@@ -85,7 +85,7 @@ const ModelParams& shipped_params() {
 }
 
 const char* shipped_params_provenance() {
-  return "Fitted with `accuracy_report --fit` on the 495 scored rows of shared/data/calibration/measurements.csv and "
+  return "Fitted with `accuracy_report --fit` on the 495 scored rows of data/calibration/published/measurements.csv and "
          "data/calibration/measurements_extra.csv (sources A-L: Megatron-LM papers, MosaicML llm-foundry, NVIDIA "
          "NeMo, the Megatron-Bridge archive, dgxc-benchmarking, the Ultra-Scale Playbook sweep, MLPerf Training), "
          "source-balanced "

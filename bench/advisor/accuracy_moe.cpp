@@ -121,7 +121,7 @@ void write_moe(std::ostream& md, MoeInputs& in) {
   md << "## Mixture of experts\n\n"
      << rows.size() << " MoE rows from ";
   for (size_t i = 0; i < in.csvs.size(); ++i) md << (i ? " and " : "") << "`" << in.csvs[i] << "`";
-  md << " (rerun with `--moe FILE` for each and `--a2a ../shared/data/calibration/alltoall_bw.csv`). Rows not used or not scored:";
+  md << " (rerun with `--moe FILE` for each and `--a2a data/calibration/published/alltoall_bw.csv`). Rows not used or not scored:";
   for (const auto& [why, n] : in.skipped) md << " " << n << " " << why << ";";
   md << " (kept in the files). The dense parameters stay as shipped (the dense rows above never see an MoE row); "
         "only the MoE terms below are fitted, on the MoE rows alone, out of sample first. Knobs a table does not "

@@ -1,4 +1,4 @@
-// accuracy_report: the performance model against every published run in shared/data/calibration and
+// accuracy_report: the performance model against every published run in data/calibration/published and
 // data/calibration. Out-of-sample first (leave one source, GPU generation, framework out; ranking in layout-varying
 // groups beside layout-blind baselines), in-sample last; writes Markdown (docs/accuracy.md).
 //
@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
   write_bf16_h100(md, rep, held);
   write_parameters(md, rep);
   if (!args.busbw.empty()) write_busbw(md);
+  write_memory(md, rep);
   write_in_sample(md, rep);
   write_every_row(md, rep, held);
   if (!args.moe.empty()) {

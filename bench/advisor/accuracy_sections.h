@@ -42,6 +42,8 @@ void write_parameters(std::ostream& md, const Report& rep);
 void write_busbw(std::ostream& md);
 void write_in_sample(std::ostream& md, Report& rep);
 void write_every_row(std::ostream& md, const Report& rep, const HeldOut& held);
+// The memory model against the measured peaks some rows state (accuracy_memory.cpp).
+void write_memory(std::ostream& md, const Report& rep);
 // The mixture-of-experts section (accuracy_moe.cpp): its own rows, fit and out-of-sample slices.
 struct MoeInputs {
   std::vector<Row> rows;

@@ -1,4 +1,4 @@
-// Reading shared/data/calibration/measurements.csv into scenarios, the row's own FLOP convention, the fit.
+// Reading data/calibration/published/measurements.csv into scenarios, the row's own FLOP convention, the fit.
 // Used by accuracy_report (docs/accuracy.md) and by the calibration test.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Mixture-of-experts calibration rows (shared/data/calibration/moe_mlperf_v6.csv, data/calibration/moe_extra.csv,
+// Mixture-of-experts calibration rows (data/calibration/published/moe_mlperf_v6.csv, data/calibration/moe_extra.csv,
 // the moe_mlperf_v6 columns), the all-to-all bandwidth points (alltoall_bw.csv), and the fit of the MoE terms only:
 // the dense parameters stay as shipped, so the dense report and the dense model do not move.
 #pragma once

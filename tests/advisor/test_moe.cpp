@@ -1,5 +1,5 @@
 // Mixture of experts (docs/model.md §9): preset parameter counts against the model cards, the all-to-all against
-// the published dispatch bandwidths (shared/data/calibration/alltoall_bw.csv), the terms' physics, memory sharding,
+// the published dispatch bandwidths (data/calibration/published/alltoall_bw.csv), the terms' physics, memory sharding,
 // the search, and that dense models are untouched by any of it.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Generated site histories (tuning-log text) for the tests: a synthetic site whose hardware is slower than the
-// shipped model by a known factor, and the published runs of shared/data/calibration as if a site had run them.
+// shipped model by a known factor, and the published runs of data/calibration/published as if a site had run them.
 #pragma once
 
 #include <string>

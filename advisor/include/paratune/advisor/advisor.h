@@ -19,6 +19,9 @@ struct SearchLimits {
   std::vector<Framework> frameworks;                  // empty = all
   int min_micro_batch = 1, max_micro_batch = 0;       // 0 = no cap
   double memory_headroom_gib = 0;                     // extra reserve per GPU
+  // Share of each GPU's memory the search keeps free for the memory model's own error; the headroom above (the
+  // policy's, the site's OOM history) counts towards it. Unset = kMemoryMargin.
+  std::optional<double> memory_margin;
   int top_n = 5;
   bool all_frameworks = false;                        // also search the other frameworks (those in `frameworks`)
   bool allow_tp_beyond_nvlink = false;                // TP groups may span nodes beyond the NVLink domain (slow;
@@ -26,6 +29,12 @@ struct SearchLimits {
   std::optional<ModelParams> params;                  // the site's calibration (calibration_file.h); unset = shipped
   double time_budget_s = 5.0;                         // stop searching after this long and say so (0 = no budget)
 };
+
+// The search keeps 5 % of each GPU's memory free unless told otherwise: no advised plan above 95 % of the memory.
+// The memory model has no measured peaks of the Megatron family to size it by; against the PyTorch-native sweep's
+// peaks it is further off (docs/accuracy.md, "Memory against measured peaks"), which the site's OOM history
+// (`paratune calibrate`, [[memory]]) and the policy's memory_headroom_gib add to.
+inline constexpr double kMemoryMargin = 0.05;
 
 // Nothing fits: the message says what would (more GPUs, full recompute, ...).
 struct NothingFits : std::runtime_error {

@@ -75,7 +75,7 @@ struct ModelParams {
   double compile_elt_scale = 0.6;    // torch.compile fuses elementwise chains: HBM traffic of norms, residuals,
                                      // activations (FSDP, torchtitan); Megatron-Core/NeMo already fuse them
   // Mixture of experts (docs/model.md §9; moe_fit_spec() in bench/advisor fits them on the MoE rows only, so the
-  // dense model is untouched). Priors from shared/data/calibration/alltoall_bw.csv where a row measures the term.
+  // dense model is untouched). Priors from data/calibration/published/alltoall_bw.csv where a row measures the term.
   double grouped_gemm_eff = 0.85;    // grouped expert GEMMs against one GEMM of the same shape (prior: CUTLASS/TE
                                      // grouped GEMMs run ~85-90 % of a single large GEMM)
   double a2a_nvl_eff = 0.75;         // all-to-all over NVLink / fraction of the per-direction NVLink bandwidth
