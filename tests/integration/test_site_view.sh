@@ -175,7 +175,8 @@ with open(path, "a") as f:
         proto["job_id"] = str(900000000 + i)
         f.write(json.dumps(proto, separators=(",", ":")) + "\n")
 PY
-check "the job's index marker exists, readable like the log" test -f "$SITE_LOG/tuning.jsonl.index/${job: -2}/$job"
+shard=$job; [ ${#job} -ge 2 ] && shard=${job: -2}  # the id's last two characters (the id itself when shorter)
+check "the job's index marker exists, readable like the log" test -f "$SITE_LOG/tuning.jsonl.index/$shard/$job"
 env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID="$job" PARATUNE="$PARATUNE_CLI" \
   PARATUNE_LOG="$SITE_LOG" PARATUNE_EPILOG_LOG="$WORK/epilog-big.log" \
   "$(cd "$(dirname "$0")/../.." && pwd)/packaging/slurmctld-epilog-paratune.sh"

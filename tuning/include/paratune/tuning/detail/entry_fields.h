@@ -81,7 +81,7 @@ struct Fields {
 template <class B>
 OomRecord oom_from(const typename B::Value& o) {
   using F = Fields<B>;
-  static constexpr const char* names[] = {"kind", "tried_gib", "capacity_gib", "free_gib", "predicted_memory_gib",
+  static constexpr std::string_view names[] = {"kind", "tried_gib", "capacity_gib", "free_gib", "predicted_memory_gib",
                                           "message"};
   const Members<B, 6> m(o, names);
   OomRecord r;
@@ -98,7 +98,7 @@ OomRecord oom_from(const typename B::Value& o) {
 template <class B>
 void read_predicted(const typename B::Value& p, LogEntry& e) {
   using F = Fields<B>;
-  static constexpr const char* names[] = {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "memory_gib_per_gpu",
+  static constexpr std::string_view names[] = {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "memory_gib_per_gpu",
                                           "calibrated"};
   const Members<B, 5> m(p, names);
   e.predicted_step_s = F::num(m[0]).value_or(0);
@@ -113,7 +113,7 @@ void read_predicted(const typename B::Value& p, LogEntry& e) {
 template <class B>
 void read_achieved(const typename B::Value& a, LogEntry& e, Depth depth) {
   using F = Fields<B>;
-  static constexpr const char* names[] = {"median_step_time_s", "tokens_per_s", "tokens_per_step", "p10_step_time_s",
+  static constexpr std::string_view names[] = {"median_step_time_s", "tokens_per_s", "tokens_per_step", "p10_step_time_s",
                                           "p90_step_time_s",    "steps",        "peak_memory_gib"};
   const Members<B, 7> m(a, names);
   if (auto v = F::num(m[0]); v && *v > 0) {
@@ -137,7 +137,7 @@ void read_achieved(const typename B::Value& a, LogEntry& e, Depth depth) {
 
 template <class B>
 void read_suspect(const typename B::Value& s, LogEntry& e) {
-  static constexpr const char* names[] = {"basis", "nodes"};
+  static constexpr std::string_view names[] = {"basis", "nodes"};
   const Members<B, 2> m(s, names);
   e.flagged = true;
   if (m[0] && B::is_string(*m[0])) e.suspect_basis = std::string(B::string(*m[0]));
@@ -189,7 +189,7 @@ LogEntry entry_from(B& backend, const typename B::Value& root, size_t line, Dept
   using F = Fields<B>;
   enum K { kStep, kTrunc, kOom, kTime, kJob, kUser, kPart, kHost, kGpu, kState, kReport, kFw, kFwVer, kNodes,
            kGpn, kNodeList, kScenario, kPlan, kPredicted, kAchieved, kSuspect, kCount };
-  static constexpr const char* names[kCount] = {
+  static constexpr std::string_view names[kCount] = {
       "step_id", "truncated", "oom", "time", "job_id", "user", "partition", "host", "gpu_model", "state", "report",
       "framework", "framework_version", "nodes", "gpus_per_node", "node_list", "scenario", "plan", "predicted",
       "achieved", "suspect"};
