@@ -81,22 +81,35 @@ int run(const CalibrateArgs& args) {
   LogFilter filter;
   if (!args.since.empty()) filter.since = parse_date(args.since);  // checked by the option's validator
   const double holdout = args.holdout;
-  const LogRead in = read_logs(log_paths, "paratune calibrate");
+  // Streamed: each job leaves its sample (a configuration shared with the jobs that ran the same, a step time,
+  // a time) or a tally of why not, and its memory evidence; nothing else of it is kept.
+  size_t selected = 0;
+  SampleCollector collector(o);
+  std::vector<MemoryEvidence> evidence;
+  SkipTally memory_skipped;
+  const LogStream in = stream_logs(log_paths, "paratune calibrate", filter, [&](LogEntry& e) {
+    ++selected;
+    collector.add(e);
+    add_memory_evidence(e, {}, &evidence, &memory_skipped);
+  });
   if (!in.complete) return kFailure;  // a fit on part of the history would be silently different
-  const auto& log = in.log;
   std::string log_path = log_paths.front();
   for (size_t k = 1; k < log_paths.size(); ++k) log_path += ", " + log_paths[k];
-  std::vector<LogEntry> selected;
-  for (const auto& e : log.entries)
-    if (filter.matches(e)) selected.push_back(e);
-  SkipTally skipped;
+  SkipTally skipped = collector.skipped();
+  SkipExamples examples = collector.examples();
   // Lines the reader could not take at all (listed on stderr above) are skipped lines too.
-  if (log.unreadable) skipped["unreadable line"] = log.unreadable;
-  std::vector<Sample> samples = usable_samples(selected, o, &skipped);
-  SkipTally memory_skipped;
-  const auto memory = learn_headroom(memory_evidence(selected, {}, &memory_skipped));
-  std::printf("paratune calibrate: %zu jobs in %s, %zu usable\n", selected.size(), log_path.c_str(), samples.size());
-  if (const std::string why = skipped_summary(skipped); !why.empty()) std::printf("  %s\n", why.c_str());
+  if (in.stats.unreadable) {
+    skipped["unreadable line"] = in.stats.unreadable;
+    for (const auto& p : in.stats.problems)
+      if (p.message.find("kept without it") == std::string::npos && p.message.find("further problems") == std::string::npos) {
+        examples["unreadable line"] = p.file + ":" + std::to_string(p.line) + ": " + p.message;
+        break;
+      }
+  }
+  std::vector<Sample>& samples = collector.samples();
+  const auto memory = learn_headroom(evidence);
+  std::printf("paratune calibrate: %zu jobs in %s, %zu usable\n", selected, log_path.c_str(), samples.size());
+  if (const std::string why = skipped_summary(skipped, &examples); !why.empty()) std::printf("  %s\n", why.c_str());
   if (samples.empty() && memory.empty()) {
     std::fprintf(stderr, "paratune calibrate: no usable job (each needs scenario, plan and achieved, or an "
                          "out-of-memory record or a peak near the limit)\n");

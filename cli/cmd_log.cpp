@@ -13,6 +13,7 @@
 #include "options.h"
 #include "log_input.h"
 #include "log_views.h"
+#include "paratune/tuning/scan/log_stream.h"
 #include "paratune/tuning/plots.h"
 #include "paratune/tuning/report.h"
 #include "paratune/tuning/stats.h"
@@ -33,7 +34,8 @@ const char* kDescription =
     "a log shipper), a quoted pattern is expanded. The logs are merged with one line per job id: the most\n"
     "complete copy wins (achieved figures, then an OOM record, then scenario and plan, then the later end).\n"
     "Lines of the log that cannot be read are reported on stderr as FILE:LINE: problem and skipped.";
-const char* kFooter = "exit status: 0 ok, 1 the log cannot be read or the SVG written, 2 bad option";
+const char* kFooter =
+    "exit status: 0 ok, 1 the log cannot be read or the SVG written, 2 bad option, 3 --job names no selected job";
 
 struct LogArgs {
   std::vector<std::string> paths;
@@ -66,95 +68,70 @@ nlohmann::json row_json(const LogEntry& e, double threshold) {
   return j;
 }
 
-void print_table(const std::vector<const LogEntry*>& rows, double threshold) {
-  std::printf("%-16s %-10s %-10s %-10s %5s %-16s %10s %10s %7s\n", "end (UTC)", "job", "user", "partition", "nodes",
-              "gpu", "pred s", "achieved s", "ratio");
-  std::vector<double> ratios;
-  size_t suspects = 0;
-  for (const LogEntry* e : rows) {
-    const auto r = e->ratio();
-    const bool bad = flagged(*e, threshold);
-    suspects += bad;
-    if (r) ratios.push_back(*r);
-    std::printf("%-16s %-10.10s %-10.10s %-10.10s %5d %-16.16s %10s %10s %7s%s\n",
-                e->time ? format_date(e->time).c_str() : "-", e->job_id.c_str(), e->user.c_str(),
-                e->partition.c_str(), e->nodes, e->gpu_model.c_str(),
-                e->predicted_step_s > 0 ? fixed(e->predicted_step_s).c_str() : "-",
-                e->achieved_step_s ? fixed(*e->achieved_step_s).c_str() : "-", r ? fixed(*r, 2).c_str() : "-",
-                bad ? " !" : (e->achieved_step_s || e->report.empty() ? "" : ("  " + e->report).c_str()));
+void print_suspects(const std::vector<SuspectNode>& nodes, bool as_json, size_t min_jobs, double threshold) {
+  if (as_json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& n : nodes)
+      j.push_back({{"node", n.node}, {"flagged_jobs", n.flagged_jobs}, {"jobs", n.jobs}, {"job_ids", n.job_ids}});
+    std::printf("%s\n", j.dump(2).c_str());
+  } else if (nodes.empty()) {
+    std::printf("no node recurs in %zu or more suspect jobs (threshold %s)\n", min_jobs, fixed(threshold, 2).c_str());
+  } else {
+    std::printf("%-20s %8s %6s  %s\n", "node", "suspect", "jobs", "suspect job ids");
+    for (const auto& n : nodes) {
+      std::string ids;
+      for (size_t k = 0; k < n.job_ids.size() && k < 10; ++k) ids += (k ? " " : "") + n.job_ids[k];
+      if (n.job_ids.size() > 10) ids += " ...";
+      std::printf("%-20s %8zu %6zu  %s\n", n.node.c_str(), n.flagged_jobs, n.jobs, ids.c_str());
+    }
   }
-  const RobustStats st = robust_stats(ratios);
-  SuspectRule uncal;
-  uncal.threshold = threshold;
-  std::printf("\n%zu jobs, %zu with an achieved step time; ratio median %s (p10 %s, p90 %s); %zu suspect (< %s if "
-              "calibrated, < %s if not)\n",
-              rows.size(), ratios.size(), st.n ? fixed(st.median, 2).c_str() : "-",
-              st.n ? fixed(st.p10, 2).c_str() : "-", st.n ? fixed(st.p90, 2).c_str() : "-", suspects,
-              fixed(threshold, 2).c_str(), fixed(uncal.effective_threshold(), 2).c_str());
+}
+
+// The SVG, written whole or not at all; "wrote FILE" on stderr (stdout may be the table or JSON).
+int write_svg(const LogArgs& a, const PlotSample& plots) {
+  if (!a.job.empty() && !plots.found_requested()) {
+    std::fprintf(stderr, "paratune log: --job %s: no such job among the selected ones; %s not written\n",
+                 a.job.c_str(), a.svg_path.c_str());
+    return kNothingFits;
+  }
+  PlotOptions o;
+  o.threshold = a.threshold;
+  std::ofstream out(a.svg_path, std::ios::trunc);
+  out << plots_svg(plots.entries(), plots.options(o));
+  out.close();
+  if (!out.good()) {
+    std::fprintf(stderr, "paratune log: cannot write %s\n", a.svg_path.c_str());
+    return kFailure;
+  }
+  std::fprintf(stderr, "paratune log: wrote %s\n", a.svg_path.c_str());
+  return kOk;
 }
 
 int run(const LogArgs& a) {
-  const std::vector<std::string>& paths = a.paths;
-  const std::string &svg_path = a.svg_path, &job = a.job;
   LogFilter filter = a.filter;
   if (!a.since.empty()) filter.since = parse_date(a.since);  // checked by the option's validator
-  const bool as_json = a.as_json, suspects = a.suspects, ooms = a.ooms;
-  const double threshold = a.threshold;
-  const size_t min_jobs = a.min_jobs;
-  const LogRead in = read_logs(paths, "paratune log");
+  // One pass over the log feeds every view asked for; each keeps only what it prints.
+  PlotSample plots(a.threshold, a.job);
+  SuspectTally suspects(a.threshold);
+  OomPrinter ooms(a.as_json);
+  JsonArrayPrinter json;
+  LogTablePrinter table(a.threshold);
+  const bool svg = !a.svg_path.empty();
+  const LogStream in = stream_logs(a.paths, "paratune log", filter, [&](LogEntry& e) {
+    if (a.suspects) suspects.add(e);
+    else if (a.ooms) ooms.add(e);
+    else if (a.as_json) json.add(row_json(e, a.threshold));
+    else table.add(e);
+    if (svg) plots.add(e);  // last: it may keep the entry itself
+  });
   if (!in.any) return kFailure;
   const int status = in.complete ? kOk : kFailure;  // what could be read is shown; the status says not all
-  const auto& log = in.log;
-  std::vector<const LogEntry*> rows;
-  for (const auto& e : log.entries)
-    if (filter.matches(e)) rows.push_back(&e);
-
-  if (!svg_path.empty()) {
-    PlotOptions o;
-    o.threshold = threshold;
-    if (!job.empty()) {
-      for (const LogEntry* e : rows)
-        if (e->job_id == job) o.breakdown_job = e;
-      if (!o.breakdown_job) std::fprintf(stderr, "paratune log: --job %s: not among the selected jobs\n", job.c_str());
-    }
-    std::ofstream out(svg_path, std::ios::trunc);
-    out << plots_svg(rows, o);
-    if (!out.good()) {
-      std::fprintf(stderr, "paratune log: cannot write %s\n", svg_path.c_str());
-      return kFailure;
-    }
-  }
-  if (suspects) {
-    const auto nodes = suspect_nodes(rows, threshold, min_jobs);
-    if (as_json) {
-      nlohmann::json j = nlohmann::json::array();
-      for (const auto& n : nodes)
-        j.push_back({{"node", n.node}, {"flagged_jobs", n.flagged_jobs}, {"jobs", n.jobs}, {"job_ids", n.job_ids}});
-      std::printf("%s\n", j.dump(2).c_str());
-    } else if (nodes.empty()) {
-      std::printf("no node recurs in %zu or more suspect jobs (threshold %s)\n", min_jobs, fixed(threshold, 2).c_str());
-    } else {
-      std::printf("%-20s %8s %6s  %s\n", "node", "suspect", "jobs", "suspect job ids");
-      for (const auto& n : nodes) {
-        std::string ids;
-        for (size_t k = 0; k < n.job_ids.size() && k < 10; ++k) ids += (k ? " " : "") + n.job_ids[k];
-        if (n.job_ids.size() > 10) ids += " ...";
-        std::printf("%-20s %8zu %6zu  %s\n", n.node.c_str(), n.flagged_jobs, n.jobs, ids.c_str());
-      }
-    }
-    return status;
-  }
-  if (ooms) {
-    print_ooms(rows, as_json);
-    return status;
-  }
-  if (as_json) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const LogEntry* e : rows) j.push_back(row_json(*e, threshold));
-    std::printf("%s\n", j.dump(2).c_str());
-  } else {
-    print_table(rows, threshold);
-  }
+  if (a.suspects) print_suspects(suspects.nodes(a.min_jobs), a.as_json, a.min_jobs, a.threshold);
+  else if (a.ooms) ooms.finish();
+  else if (a.as_json) json.finish();
+  else table.finish();
+  if (svg)
+    if (const int s = write_svg(a, plots); s != kOk) return s;
   return status;
 }
 

@@ -15,6 +15,7 @@
 #include "command.h"
 #include "log_input.h"
 #include "options.h"
+#include "paratune/tuning/scan/log_stream.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/policies/policy.h"
 #include "paratune/tuning/portability.h"
@@ -35,7 +36,9 @@ const char* kDescription =
     "With --scenario and --policy: the predicted portability of that scenario across the policy's partitions\n"
     "(each partition's facts and caps applied, as the plugin would): e_arch = predicted MFU (architectural\n"
     "efficiency), e_app = the scenario framework's predicted tokens/s over the best framework's there; a partition\n"
-    "where nothing fits or the framework is not allowed counts 0. --partitions picks some (default: all).";
+    "where nothing fits or the framework is not allowed counts 0; one where paratune is disabled is left out of P\n"
+    "(and said so). --partitions picks some (default: all); a name the policy lacks is warned about (uses\n"
+    "[defaults]), an error with --strict.";
 const char* kFooter = "exit status: 0 ok, 1 a log or file cannot be read, 2 bad option or input, 3 nothing to compute";
 
 std::string f3(double v) {
@@ -81,12 +84,10 @@ void print_report(const PortabilityReport& r) {
 
 int from_log(const std::vector<std::string>& paths, const LogFilter& filter, const PortabilityOptions& o,
              bool as_json, const std::string& svg_path) {
-  const LogRead in = read_logs(paths, "paratune portability");
+  PortabilityTally tally;  // per application and platform: what the report needs, not the jobs
+  const LogStream in = stream_logs(paths, "paratune portability", filter, [&](LogEntry& e) { tally.add(e); });
   if (!in.any) return kFailure;
-  std::vector<const LogEntry*> rows;
-  for (const auto& e : in.log.entries)
-    if (filter.matches(e)) rows.push_back(&e);
-  const PortabilityReport r = portability(rows, o);
+  const PortabilityReport r = tally.report(o);
   if (r.applications.empty()) {
     std::fprintf(stderr, "paratune portability: no job with a scenario and a partition in the selection\n");
     return kNothingFits;
@@ -94,10 +95,12 @@ int from_log(const std::vector<std::string>& paths, const LogFilter& filter, con
   if (!svg_path.empty()) {
     std::ofstream out(svg_path, std::ios::trunc);
     out << portability_svg(r);
+    out.close();
     if (!out.good()) {
       std::fprintf(stderr, "paratune portability: cannot write %s\n", svg_path.c_str());
       return kFailure;
     }
+    std::fprintf(stderr, "paratune portability: wrote %s\n", svg_path.c_str());
   }
   if (as_json) std::printf("%s\n", report_json(r).dump(2).c_str());
   else print_report(r);
@@ -109,6 +112,7 @@ int from_log(const std::vector<std::string>& paths, const LogFilter& filter, con
 struct PartitionPrediction {
   std::string partition, gpu, fabric, framework, plan, best_framework, why_zero;
   double tokens_per_gpu = 0, mfu = 0, best_tokens_per_gpu = 0, e_arch = 0, e_app = 0;
+  bool disabled = false;  // paratune is off there: no platform of H (P is over the partitions it tunes)
 };
 
 // The best of a plan and its alternatives in tokens/s per GPU.
@@ -137,7 +141,10 @@ PartitionPrediction predict_partition(const advisor::Scenario& base, const polic
     r.why_zero = std::move(why);
     return r;
   };
-  if (!policy.enabled) return zero("paratune disabled there");
+  if (!policy.enabled) {
+    r.disabled = true;
+    return zero("paratune disabled there: not counted in P");
+  }
   if (s.training.framework != base.training.framework) return zero("framework not allowed there");
   auto limits = policies::search_limits(policy);
   limits.top_n = 8;
@@ -163,14 +170,19 @@ PartitionPrediction predict_partition(const advisor::Scenario& base, const polic
 }
 
 void print_whatif(const std::vector<PartitionPrediction>& rows, double p_arch, double p_app, bool as_json) {
+  std::vector<std::string> disabled;
+  for (const auto& r : rows)
+    if (r.disabled) disabled.push_back(r.partition);
+  const size_t counted = rows.size() - disabled.size();
   if (as_json) {
     json arr = json::array();
     for (const auto& r : rows)
       arr.push_back({{"partition", r.partition}, {"gpu", r.gpu}, {"fabric", r.fabric}, {"framework", r.framework},
                      {"plan", r.plan}, {"tokens_per_s_per_gpu", r.tokens_per_gpu}, {"mfu", r.mfu},
                      {"best_framework", r.best_framework}, {"best_tokens_per_s_per_gpu", r.best_tokens_per_gpu},
-                     {"e_arch", r.e_arch}, {"e_app", r.e_app}, {"why_zero", r.why_zero}});
-    std::printf("%s\n", json{{"partitions", arr}, {"P_arch", p_arch}, {"P_app", p_app}}.dump(2).c_str());
+                     {"e_arch", r.e_arch}, {"e_app", r.e_app}, {"why_zero", r.why_zero}, {"counted", !r.disabled}});
+    std::printf("%s\n", json{{"partitions", arr}, {"P_arch", p_arch}, {"P_app", p_app},
+                              {"excluded_disabled", disabled}}.dump(2).c_str());
     return;
   }
   std::printf("%-12s %-18s %-11s %10s %6s %-10s %10s %6s %6s  %s\n", "partition", "gpu", "fabric", "tok/s/GPU", "MFU",
@@ -179,15 +191,35 @@ void print_whatif(const std::vector<PartitionPrediction>& rows, double p_arch, d
     std::printf("%-12.12s %-18.18s %-11.11s %10.1f %6.3f %-10.10s %10.1f %6.3f %6.3f  %s\n", r.partition.c_str(),
                 r.gpu.c_str(), r.fabric.c_str(), r.tokens_per_gpu, r.mfu, r.best_framework.c_str(),
                 r.best_tokens_per_gpu, r.e_arch, r.e_app, r.why_zero.empty() ? r.plan.c_str() : r.why_zero.c_str());
+  std::string excluded;
+  for (const auto& d : disabled) excluded += (excluded.empty() ? "" : ", ") + d;
   std::printf("\npredicted P = %s (architectural: MFU), %s (application: against the best framework), over %zu "
-              "partitions\n", f3(p_arch).c_str(), f3(p_app).c_str(), rows.size());
+              "partitions%s\n", f3(p_arch).c_str(), f3(p_app).c_str(), counted,
+              excluded.empty() ? "" : ("; paratune is disabled on " + excluded + ": not counted").c_str());
+}
+
+// Names --partitions gives that the policy has no [partition.NAME] for: they would silently get [defaults].
+bool check_partition_names(const policies::PolicyFile& file, const std::string& policy_path,
+                           const std::vector<std::string>& names, bool strict) {
+  std::string known;
+  for (const auto& [name, layer] : file.partitions) known += (known.empty() ? "" : ", ") + name;
+  bool ok = true;
+  for (const auto& n : names) {
+    if (file.partitions.count(n)) continue;
+    ok = false;
+    std::fprintf(stderr, "paratune portability: %s: partition '%s' is not in %s (it has: %s); %s\n",
+                 strict ? "error" : "warning", n.c_str(), policy_path.c_str(), known.empty() ? "none" : known.c_str(),
+                 strict ? "--strict refuses it" : "its row uses [defaults]");
+  }
+  return ok || !strict;
 }
 
 int what_if(const std::string& scenario_path, const std::string& policy_path, const std::vector<std::string>& names,
-            const std::string& calibration, bool as_json) {
+            const std::string& calibration, bool as_json, bool strict) {
   std::vector<std::string> notes;
   const advisor::Scenario base = advisor_cli::load_scenario(scenario_path, "", notes);
   const policies::PolicyFile file = policies::load_policy(policy_path);
+  if (!check_partition_names(file, policy_path, names, strict)) return kBadInput;
   std::vector<std::string> parts = names;
   if (parts.empty())
     for (const auto& [name, layer] : file.partitions) parts.push_back(name);
@@ -200,6 +232,7 @@ int what_if(const std::string& scenario_path, const std::string& policy_path, co
   std::vector<double> arch, app;
   for (const auto& p : parts) {
     rows.push_back(predict_partition(base, file, p, calibration));
+    if (rows.back().disabled) continue;  // not a platform the site tunes: outside H, said so below the table
     arch.push_back(rows.back().e_arch);
     app.push_back(rows.back().e_app);
   }
@@ -211,7 +244,7 @@ struct PortabilityArgs {
   std::vector<std::string> paths, partitions, platforms;
   std::string svg_path, scenario, policy, calibration, since;
   LogFilter filter;
-  bool as_json = false;
+  bool as_json = false, strict = false;
 };
 
 int run(const PortabilityArgs& a) {
@@ -226,7 +259,7 @@ int run(const PortabilityArgs& a) {
   const bool as_json = a.as_json;
   if (!scenario.empty()) {
     try {
-      return what_if(scenario, policy, partitions, calibration, as_json);
+      return what_if(scenario, policy, partitions, calibration, as_json, a.strict);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "paratune portability: %s\n", e.what());
       return kBadInput;
@@ -263,6 +296,7 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
       ->type_name("LIST")
       ->delimiter(',')
       ->needs(policy);
+  app.add_flag("--strict", a->strict, "with --partitions: a name the policy has no section for is an error");
   app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
       ->type_name("FILE");
   return [a] { return run(*a); };

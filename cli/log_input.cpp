@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <set>
 
-#include "job/safe_file.h"
+#include "paratune/tuning/scan/byte_source.h"
 
 namespace paratune::cli {
 
@@ -15,7 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr size_t kMaxLogBytes = size_t(1) << 30;
 constexpr int kMaxDepth = 4;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -30,12 +30,20 @@ bool is_log_name(const std::string& name) {
   return true;
 }
 
+// The plugin's per-job directory (a million entries on a busy site) and the tuning log's index hold no log.
+bool skipped_directory(const fs::directory_entry& d) {
+  std::error_code ec;
+  if (!d.is_directory(ec) || d.is_symlink(ec)) return false;
+  const std::string name = d.path().filename().string();
+  return name == "jobs" || ends_with(name, ".index");
+}
+
 void scan_directory(const fs::path& dir, std::vector<std::string>* out) {
   std::vector<std::string> found;
   std::error_code ec;
   fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
-    if (it.depth() >= kMaxDepth) it.disable_recursion_pending();
+    if (it.depth() >= kMaxDepth || skipped_directory(*it)) it.disable_recursion_pending();
     std::error_code sec;
     if (it->is_regular_file(sec) && !it->is_symlink(sec) && is_log_name(it->path().filename().string()))
       found.push_back(it->path().string());
@@ -82,27 +90,50 @@ std::vector<std::string> log_files(const std::vector<std::string>& specs, std::v
   return out;
 }
 
-LogRead read_logs(const std::vector<std::string>& specs, const char* command) {
-  LogRead r;
+std::vector<std::string> expand_logs(const std::vector<std::string>& specs, const char* command) {
   std::vector<std::string> problems;
   const auto files = log_files(specs.empty() ? std::vector<std::string>{kDefaultLogPath} : specs, &problems);
   for (const auto& p : problems) std::fprintf(stderr, "%s: %s\n", command, p.c_str());
-  std::vector<tuning::LogText> texts;
+  return files;
+}
+
+LogStream stream_logs(const std::vector<std::string>& specs, const char* command, const tuning::LogFilter& filter,
+                      const tuning::scan::EntrySink& sink) {
+  LogStream r;
+  std::vector<std::string> problems;
+  const auto files = log_files(specs.empty() ? std::vector<std::string>{kDefaultLogPath} : specs, &problems);
+  for (const auto& p : problems) std::fprintf(stderr, "%s: %s\n", command, p.c_str());
+  std::vector<std::unique_ptr<tuning::scan::FileSource>> open;
+  std::vector<tuning::scan::ByteSource*> sources;
   for (const auto& f : files) {
     try {
-      bool truncated = false;
-      texts.push_back({f, job::read_bounded(f, kMaxLogBytes, &truncated)});
-      if (truncated) std::fprintf(stderr, "%s: %s: only the first 1 GiB is read\n", command, f.c_str());
+      open.push_back(std::make_unique<tuning::scan::FileSource>(f));
+      sources.push_back(open.back().get());
       r.files.push_back(f);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s: %s\n", command, e.what());
     }
   }
-  r.log = tuning::merge_logs(texts);
-  for (const auto& p : r.log.problems)
-    std::fprintf(stderr, "%s:%zu: %s\n", p.file.c_str(), p.line, p.message.c_str());
-  if (r.files.size() > 1 || r.log.duplicates > 0)
-    std::fprintf(stderr, "%s: %s\n", command, tuning::merge_summary(r.log).c_str());
+  auto report = [&](const tuning::scan::StreamStats& st) {
+    for (const auto& p : st.problems) std::fprintf(stderr, "%s:%zu: %s\n", p.file.c_str(), p.line, p.message.c_str());
+    if (r.files.size() > 1 || st.duplicates > 0)
+      std::fprintf(stderr, "%s: %s\n", command, tuning::scan::merge_summary(st).c_str());
+  };
+  size_t reported = 0;
+  try {
+    r.stats = tuning::scan::stream_merged(sources, filter, sink, {}, [&](const tuning::scan::StreamStats& st) {
+      report(st);
+      reported = st.problems.size();
+    });
+    for (size_t k = reported; k < r.stats.problems.size(); ++k) {  // lines that changed between the passes
+      const auto& p = r.stats.problems[k];
+      std::fprintf(stderr, "%s:%zu: %s\n", p.file.c_str(), p.line, p.message.c_str());
+    }
+  } catch (const std::exception& e) {  // a file that went away or failed while being read
+    std::fprintf(stderr, "%s: %s\n", command, e.what());
+    r.any = false;
+    return r;
+  }
   r.any = !r.files.empty();
   r.complete = r.any && r.files.size() == files.size() && problems.empty();
   return r;

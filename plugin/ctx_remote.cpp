@@ -34,6 +34,7 @@
 #include "job/metrics_file.h"
 #include "job/report_reader.h"
 #include "job/safe_file.h"
+#include "job/tuning_index.h"
 #include "job/tuning_record.h"
 #include "paratune/probe/probe.h"
 #include "plugin_state.h"
@@ -427,6 +428,10 @@ void write_tuning_line(const std::string& text) {
   const mode_t mode = s.policy.log.file_mode & 0664;  // never writable by others
   const long gid = s.policy.log.group ? tuning_log_group(*s.policy.log.group) : -1;
   job::append_line(dir.get(), name, text, mode, gid);
+  // Where the line landed, for `paratune summary --job` (the slurmctld epilog); without it readers scan.
+  if (const auto problem = job::index_tuning_line(dir_path, dir.get(), name, s.job.job_id, text, mode, gid);
+      !problem.empty())
+    log().warn("tuning log index: {}", problem);
 }
 
 // One tuning-log line per job: the first deciding step of the job claims it (jobs/<id>.line, created O_EXCL in

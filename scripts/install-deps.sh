@@ -8,6 +8,7 @@ packages=(
   libslurm-dev slurmctld slurmd slurm-client munge
   libhwloc-dev libibverbs-dev ibverbs-providers
   libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
+  libsimdjson-dev  # the CLI's streaming tuning-log reader (tuning/scan); Debian 12: 3.0.1, Debian 13: 3.12.3
   libgtest-dev libgmock-dev libbenchmark-dev
   groff-base man-db
   python3-torch  # tests/integration/test_framework_fsdp.sh: a real PyTorch job (CPU, gloo) under real Slurm

@@ -59,7 +59,12 @@ expect_summary "batch + srun step" "$job"
 # and when absent the Slurm log says why for this job.
 job=$(cd "$WORK" && env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI timeout 120 srun --gpus=8 \
       --paratune=llama3-8b bash -c 'echo $SLURM_JOB_ID' 2>/dev/null)
-expected=$("$PARATUNE_CLI" summary --job "$job" --log "$LOG_DIR")
+# srun may return before node 0's slurmstepd has appended the job's line (the race above): wait for it, as the
+# slurmctld epilog does (summary exits 3 until the line is there).
+for _ in $(seq 1 40); do
+  expected=$("$PARATUNE_CLI" summary --job "$job" --log "$LOG_DIR" 2>/dev/null) && break
+  sleep 0.25
+done
 got=$(admin_comment "$job")
 echo "plain srun job $job: AdminComment=${got:-(none)}"
 if [ -n "$got" ] && [ "$got" != "(null)" ]; then

@@ -161,4 +161,32 @@ check "Slurm 22.05 refuses AdminComment on the finished job (scontrol path), as 
 if grep -q "^job $job	.*	status 0	" "$WORK/epilog.log"; then
   check "where the update was accepted, scontrol show job shows it" bash -c "scontrol show job $job | grep -qF 'AdminComment=$expected'"
 fi
+
+# The epilog at site scale, and its time bound. The log grows by 50,000 other jobs' lines (about 100 MB: more
+# than summary's 64 MiB backwards scan), then the packaged epilog runs again for the job: it must find the line
+# through the per-job index the plugin wrote with it, in well under a second (the bound asserted: 1000 ms; a few
+# milliseconds measured), where reading the log would take seconds and the bounded scan would not reach it.
+python3 - "$SITE_LOG/tuning.jsonl" "$job" <<'PY'
+import json, sys
+path, job = sys.argv[1], sys.argv[2]
+proto = next(json.loads(l) for l in open(path) if json.loads(l).get("job_id") == job)
+with open(path, "a") as f:
+    for i in range(50000):
+        proto["job_id"] = str(900000000 + i)
+        f.write(json.dumps(proto, separators=(",", ":")) + "\n")
+PY
+shard=$job; [ ${#job} -ge 2 ] && shard=${job: -2}  # the id's last two characters (the id itself when shorter)
+check "the job's index marker exists, readable like the log" test -f "$SITE_LOG/tuning.jsonl.index/$shard/$job"
+env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID="$job" PARATUNE="$PARATUNE_CLI" \
+  PARATUNE_LOG="$SITE_LOG" PARATUNE_EPILOG_LOG="$WORK/epilog-big.log" \
+  "$(cd "$(dirname "$0")/../.." && pwd)/packaging/slurmctld-epilog-paratune.sh"
+check "on the grown log the epilog still writes the job's summary" grep -qF "job $job	summary $expected	" "$WORK/epilog-big.log"
+check "it found the line through the index" grep -q "	found index: $SITE_LOG/tuning.jsonl at byte [0-9]*	" "$WORK/epilog-big.log"
+check "within its time bound: finding the line took under 1000 ms" \
+  awk -F'\t' -v j="job $job" '$1 == j { sub(/^find_ms /, "", $7); ok = ($7 + 0 < 1000) } END { exit !ok }' "$WORK/epilog-big.log"
+mkdir -p "$WORK/noindex" && cp "$SITE_LOG/tuning.jsonl" "$WORK/noindex/tuning.jsonl"
+check "control: without the index the bounded scan does not reach the line (exit 3)" \
+  bash -c "'$PARATUNE_CLI' summary --job $job --log '$WORK/noindex' >/dev/null 2>&1; test \$? -eq 3"
+check "control: reading everything does" bash -c "'$PARATUNE_CLI' summary --job $job --log '$WORK/noindex' --scan-limit 0 | grep -qF '$expected'"
+rm -rf "$WORK/noindex"
 finish

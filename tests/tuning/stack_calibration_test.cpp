@@ -77,7 +77,7 @@ double learned_ratio(const std::vector<Sample>& samples, Framework fw, const Cal
   double sum = 0;
   int n = 0;
   for (const auto& s : samples) {
-    if (s.scenario.training.framework != fw) continue;
+    if (s.scenario().training.framework != fw) continue;
     sum += predict_step(s, {}) / predict_step(s, c);
     ++n;
   }

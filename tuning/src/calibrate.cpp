@@ -15,10 +15,32 @@ using namespace paratune::advisor;
 
 namespace {
 
-double predict_with(const Sample& s, const ModelParams& p) {
-  Evaluator ev(s.scenario, s.scenario.training.framework, p);
-  return ev.evaluate(s.layout).step_s;
+double predict_with(const SampleConfig& c, const ModelParams& p) {
+  Evaluator ev(c.scenario, c.scenario.training.framework, p);
+  return ev.evaluate(c.layout).step_s;
 }
+
+// The distinct configurations of some samples and which one each sample ran: a fit evaluates the model once per
+// configuration, then sums over the samples in their order (the same sums, in the same order, as per sample).
+struct ConfigIndex {
+  std::vector<const SampleConfig*> configs;
+  std::vector<size_t> of;
+  explicit ConfigIndex(const std::vector<Sample>& samples) {
+    std::map<const SampleConfig*, size_t> at;
+    for (const auto& s : samples) {
+      const auto [it, fresh] = at.emplace(s.config.get(), configs.size());
+      if (fresh) configs.push_back(s.config.get());
+      of.push_back(it->second);
+    }
+  }
+  template <class Params>
+  std::vector<double> predict(Params params) const {
+    std::vector<double> out;
+    out.reserve(configs.size());
+    for (const SampleConfig* c : configs) out.push_back(predict_with(*c, params(c->scenario)));
+    return out;
+  }
+};
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -43,38 +65,75 @@ double golden(F f, double lo, double hi, int iters = 40) {
 
 namespace {
 
-// Why an entry cannot be a sample ("" when it can); the sample is filled when it can.
-std::string unusable(const LogEntry& e, const CalibrateOptions& o, Sample* out) {
-  if (!e.scenario_problem.empty()) return "scenario or plan unreadable";
-  if (!e.scenario || !e.layout) return "no scenario or plan";
-  if (!e.achieved_step_s) return "no achieved figures";
-  if (!is_gpu_key(e.scenario->cluster.gpu)) return "unknown GPU";  // a calibration entry names a catalog GPU
-  Sample s{*e.scenario, *e.layout, *e.achieved_step_s, e.time};
-  try {
-    validate(s.scenario);
-    if (!layout_problem(s.scenario, s.layout, s.scenario.training.framework).empty()) return "invalid plan";
-    // Predicted with the scenario as logged, gpu_spec overrides included: the baseline the job was planned on.
-    const double r = predict_step(s, {}) / s.achieved_step_s;
-    if (!(r >= o.min_ratio && r <= o.max_ratio))
-      return "ratio outside [" + fmt("%g", o.min_ratio) + ", " + fmt("%g", o.max_ratio) + "]";
-  } catch (const std::exception&) {
-    return "scenario the model rejects";
-  }
-  *out = std::move(s);
-  return "";
-}
+std::string job_name(const LogEntry& e) { return "job " + (e.job_id.empty() ? "(no id)" : e.job_id); }
 
 }  // namespace
 
-std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const CalibrateOptions& o, SkipTally* skipped) {
-  std::vector<Sample> out;
-  for (const auto& e : entries) {
-    Sample s;
-    const std::string why = unusable(e, o, &s);
-    if (why.empty()) out.push_back(std::move(s));
-    else if (skipped) ++(*skipped)[why];
+// A configuration's verdict, once per distinct scenario and plan.
+const SampleCollector::Checked& SampleCollector::check(const LogEntry& e) {
+  const std::pair<const void*, const void*> key{e.parsed_scenario.get(), e.parsed_layout.get()};
+  if (key.first && key.second)
+    if (auto it = configs_.find(key); it != configs_.end()) return it->second;
+  Checked c;
+  c.keep_scenario = e.parsed_scenario;
+  c.keep_layout = e.parsed_layout;
+  auto cfg = std::make_shared<SampleConfig>(SampleConfig{*e.scenario, *e.layout, 0});
+  if (!is_gpu_key(cfg->scenario.cluster.gpu)) {  // a calibration entry names a catalog GPU
+    c.why = "unknown GPU";
+    c.detail = "scenario.cluster.gpu '" + cfg->scenario.cluster.gpu + "'";
+  } else {
+    try {
+      validate(cfg->scenario);
+      if (auto p = layout_problem(cfg->scenario, cfg->layout, cfg->scenario.training.framework); !p.empty()) {
+        c.why = "invalid plan";
+        c.detail = "plan: " + p;
+      } else {
+        // Predicted with the scenario as logged, gpu_spec overrides included: the baseline the job was planned on.
+        cfg->shipped_step_s = predict_with(*cfg, calibrated_params({}, cfg->scenario));
+        c.config = std::move(cfg);
+      }
+    } catch (const std::exception& ex) {
+      c.why = "scenario the model rejects";
+      c.detail = std::string("scenario: ") + ex.what();
+    }
   }
-  return out;
+  if (!key.first || !key.second) {  // entries made by hand share nothing: not cached
+    scratch_ = std::move(c);
+    return scratch_;
+  }
+  return configs_.emplace(key, std::move(c)).first->second;
+}
+
+void SampleCollector::skip(const LogEntry& e, const std::string& why, const std::string& detail) {
+  if (++skipped_[why] == 1) examples_[why] = job_name(e) + ": " + detail;
+}
+
+void SampleCollector::add(const LogEntry& e) {
+  if (!e.scenario_problem.empty()) return skip(e, "scenario or plan unreadable", e.scenario_problem);
+  if (!e.scenario || !e.layout) return skip(e, "no scenario or plan", e.scenario ? "no \"plan\"" : "no \"scenario\"");
+  if (!e.achieved_step_s)
+    return skip(e, "no achieved figures",
+                "no achieved.median_step_time_s nor achieved.tokens_per_s" +
+                    (e.report.empty() ? std::string() : " (report: " + e.report.substr(0, 80) + ")"));
+  const Checked& c = check(e);
+  if (!c.config) return skip(e, c.why, c.detail);
+  const double r = c.config->shipped_step_s / *e.achieved_step_s;
+  if (!(r >= o_.min_ratio && r <= o_.max_ratio))
+    return skip(e, "ratio outside [" + fmt("%g", o_.min_ratio) + ", " + fmt("%g", o_.max_ratio) + "]",
+                "achieved " + fmt("%.4g", *e.achieved_step_s) + " s/step vs predicted " +
+                    fmt("%.4g", c.config->shipped_step_s) + " s (ratio " + fmt("%.3g", r) + ")");
+  samples_.push_back({c.config, *e.achieved_step_s, e.time});
+}
+
+std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const CalibrateOptions& o, SkipTally* skipped,
+                                   SkipExamples* examples) {
+  SampleCollector c(o);
+  for (const auto& e : entries) c.add(e);
+  if (skipped)
+    for (const auto& [why, n] : c.skipped()) (*skipped)[why] += n;
+  if (examples)
+    for (const auto& [why, ex] : c.examples()) examples->emplace(why, ex);
+  return std::move(c.samples());
 }
 
 std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const CalibrateOptions& o,
@@ -86,25 +145,30 @@ std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const C
   return out;
 }
 
-std::string skipped_summary(const SkipTally& skipped) {
+std::string skipped_summary(const SkipTally& skipped, const SkipExamples* examples) {
   std::vector<std::pair<std::string, size_t>> v(skipped.begin(), skipped.end());
   std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string out;
   for (const auto& [why, n] : v) {
     if (n == 0) continue;
     out += (out.empty() ? "skipped " : "; ") + std::to_string(n) + ": " + why;
+    if (!examples) continue;
+    if (auto it = examples->find(why); it != examples->end()) out += " (" + it->second + ")";
   }
   return out;
 }
 
 double predict_step(const Sample& s, const Calibration& c) {
-  return predict_with(s, calibrated_params(c, s.scenario));
+  return predict_with(*s.config, calibrated_params(c, s.scenario()));
 }
 
 ErrorStats error_stats(const std::vector<Sample>& samples, const Calibration& c) {
   ErrorStats st;
+  const ConfigIndex idx(samples);
+  const auto pred = idx.predict([&](const Scenario& sc) { return calibrated_params(c, sc); });
   std::vector<double> abs;
-  for (const auto& s : samples) abs.push_back(std::fabs(s.achieved_step_s / predict_step(s, c) - 1));
+  for (size_t i = 0; i < samples.size(); ++i)
+    abs.push_back(std::fabs(samples[i].achieved_step_s / pred[idx.of[i]] - 1));
   st.n = abs.size();
   if (abs.empty()) return st;
   double sum = 0;
@@ -122,7 +186,7 @@ struct Group {
   std::vector<const Sample*> members;
 };
 
-std::string framework_of(const Sample& s) { return to_string(s.scenario.training.framework); }
+std::string framework_of(const Sample& s) { return to_string(s.scenario().training.framework); }
 
 // Per (GPU, fabric, framework) when the stack has min_samples jobs; the rest pooled per (GPU, fabric) with
 // framework "" (the fallback entry). Jobs of a stack with its own entry stay out of the fallback: they are
@@ -130,7 +194,7 @@ std::string framework_of(const Sample& s) { return to_string(s.scenario.training
 std::vector<Group> make_groups(const std::vector<Sample>& samples, const CalibrateOptions& o) {
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const Sample*>> by_stack;
   for (const auto& s : samples)
-    by_stack[{gpu_spec(s.scenario.cluster.gpu).key, to_string(s.scenario.cluster.fabric),
+    by_stack[{gpu_spec(s.scenario().cluster.gpu).key, to_string(s.scenario().cluster.fabric),
               o.per_framework ? framework_of(s) : ""}].push_back(&s);
   std::vector<Group> out;
   std::map<std::pair<std::string, std::string>, std::vector<const Sample*>> pooled;
@@ -159,12 +223,15 @@ CalibrationEntry fit_entry(const Group& g, const std::vector<Sample>& local, siz
   e.fabric = g.fabric;
   e.framework = g.framework;
   const bool fit_net = multinode >= o.min_multinode;
+  const ConfigIndex idx(local);
   auto loss = [&](double lc, double ln) {
     e.compute_scale = std::exp(lc);
     e.network_scale = std::exp(ln);
+    const auto pred = idx.predict([&](const Scenario& sc) { return apply_entry(e, sc); });
     double sum = 0;
-    for (const auto& s : local) {
-      const double r = std::fabs(std::log(s.achieved_step_s / predict_with(s, apply_entry(e, s.scenario))));
+    for (size_t i = 0; i < local.size(); ++i) {
+      const auto& s = local[i];
+      const double r = std::fabs(std::log(s.achieved_step_s / pred[idx.of[i]]));
       sum += r <= o.huber_delta ? r * r : o.huber_delta * (2 * r - o.huber_delta);  // Huber: a sick node's job
     }                                                                                  // does not drag the fit
     return sum / double(local.size()) + o.prior_weight * (lc * lc + ln * ln);
@@ -190,7 +257,7 @@ GroupReport report_group(const Group& grp, const CalibrateOptions& o, Calibratio
   g.samples = grp.members.size();
   std::vector<Sample> local;
   for (const Sample* s : grp.members) {
-    g.multinode += s->scenario.cluster.nodes > 1;
+    g.multinode += s->scenario().cluster.nodes > 1;
     local.push_back(*s);
   }
   g.before = error_stats(local, {});

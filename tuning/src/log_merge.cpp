@@ -9,20 +9,22 @@ namespace {
 
 std::string where(const LogEntry& e) { return (e.file.empty() ? std::string("-") : e.file) + ":" + std::to_string(e.line); }
 
-// Compares two copies of one job by the rules of log_merge.h; returns the rule that prefers `a`, "" when none does.
-std::string prefers(const LogEntry& a, const LogEntry& b) {
-  if (a.achieved_step_s.has_value() != b.achieved_step_s.has_value())
-    return a.achieved_step_s ? "achieved figures" : "";
-  if (a.oom.has_value() != b.oom.has_value()) return a.oom ? "out-of-memory record" : "";
-  const bool a_plan = a.scenario && a.layout, b_plan = b.scenario && b.layout;
-  if (a_plan != b_plan) return a_plan ? "scenario and plan" : "";
+}  // namespace
+
+CopyKeys copy_keys(const LogEntry& e) {
+  return {e.achieved_step_s.has_value(), e.oom.has_value(), e.scenario && e.layout, e.truncated, e.time};
+}
+
+std::string prefers(const CopyKeys& a, const CopyKeys& b) {
+  if (a.achieved != b.achieved) return a.achieved ? "achieved figures" : "";
+  if (a.oom != b.oom) return a.oom ? "out-of-memory record" : "";
+  if (a.plan != b.plan) return a.plan ? "scenario and plan" : "";
   if (a.truncated != b.truncated) return !a.truncated ? "not truncated" : "";
   if (a.time != b.time) return a.time > b.time ? "later end time" : "";
   return "";
 }
 
-// Whether `challenger` (read later) replaces `holder`; `why` says by which rule, or why the holder stayed.
-bool replaces(const LogEntry& challenger, const LogEntry& holder, std::string* why) {
+bool replaces(const CopyKeys& challenger, const CopyKeys& holder, std::string* why) {
   if (std::string r = prefers(challenger, holder); !r.empty()) {
     *why = r;
     return true;
@@ -31,8 +33,6 @@ bool replaces(const LogEntry& challenger, const LogEntry& holder, std::string* w
   *why = r.empty() ? "first read" : r;
   return false;
 }
-
-}  // namespace
 
 MergedLog merge_logs(const std::vector<LogText>& sources, const ReadLimits& limits) {
   MergedLog m;
@@ -57,7 +57,7 @@ MergedLog merge_logs(const std::vector<LogText>& sources, const ReadLimits& limi
       }
       LogEntry& holder = kept[it->second];
       std::string why;
-      const bool swap = replaces(e, holder, &why);
+      const bool swap = replaces(copy_keys(e), copy_keys(holder), &why);
       ++m.duplicates;
       if (m.dropped.size() < 1000)
         m.dropped.push_back({e.job_id, swap ? where(e) : where(holder), swap ? where(holder) : where(e), why});
@@ -70,12 +70,17 @@ MergedLog merge_logs(const std::vector<LogText>& sources, const ReadLimits& limi
 }
 
 std::string merge_summary(const MergedLog& m) {
+  return merge_summary(m.files, m.lines, m.entries.size(), m.duplicates, m.dropped);
+}
+
+std::string merge_summary(size_t files, size_t lines, size_t jobs, size_t duplicates,
+                          const std::vector<DroppedCopy>& dropped) {
   std::map<std::string, size_t> by_reason;
-  for (const auto& d : m.dropped) ++by_reason[d.why];
-  std::string out = std::to_string(m.files) + (m.files == 1 ? " file, " : " files, ") + std::to_string(m.lines) +
-                    " lines, " + std::to_string(m.entries.size()) + " jobs";
-  if (m.duplicates == 0) return out;
-  out += "; " + std::to_string(m.duplicates) + " duplicate line" + (m.duplicates == 1 ? "" : "s") + " dropped (";
+  for (const auto& d : dropped) ++by_reason[d.why];
+  std::string out = std::to_string(files) + (files == 1 ? " file, " : " files, ") + std::to_string(lines) +
+                    " lines, " + std::to_string(jobs) + " jobs";
+  if (duplicates == 0) return out;
+  out += "; " + std::to_string(duplicates) + " duplicate line" + (duplicates == 1 ? "" : "s") + " dropped (";
   bool first = true;
   for (const auto& [why, n] : by_reason) {
     out += (first ? "" : ", ") + std::to_string(n) + " kept the other copy: " + why;

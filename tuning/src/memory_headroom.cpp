@@ -52,16 +52,19 @@ bool candidate(const LogEntry& e, const HeadroomOptions& o) {
 
 }  // namespace
 
+void add_memory_evidence(const LogEntry& e, const HeadroomOptions& o, std::vector<MemoryEvidence>* out,
+                         SkipTally* skipped) {
+  if (!candidate(e, o)) return;
+  MemoryEvidence m;
+  const std::string why = evidence_of(e, &m);
+  if (why.empty()) out->push_back(std::move(m));
+  else if (skipped) ++(*skipped)[why];
+}
+
 std::vector<MemoryEvidence> memory_evidence(const std::vector<LogEntry>& entries, const HeadroomOptions& o,
                                             SkipTally* skipped) {
   std::vector<MemoryEvidence> out;
-  for (const auto& e : entries) {
-    if (!candidate(e, o)) continue;
-    MemoryEvidence m;
-    const std::string why = evidence_of(e, &m);
-    if (why.empty()) out.push_back(std::move(m));
-    else if (skipped) ++(*skipped)[why];
-  }
+  for (const auto& e : entries) add_memory_evidence(e, o, &out, skipped);
   return out;
 }
 

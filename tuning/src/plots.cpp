@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <random>
 
 #include "paratune/advisor/model.h"
 #include "paratune/tuning/report.h"
@@ -14,9 +15,19 @@ namespace paratune::tuning {
 
 namespace {
 
-constexpr double kW = 720, kH = 400;                 // one panel
-constexpr double kL = 70, kR = 160, kT = 40, kB = 50;  // margins (legend on the right)
-const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"};
+constexpr double kW = 800, kH = 400;                 // one panel
+constexpr double kL = 70, kR = 240, kT = 40, kB = 50;  // margins (legend on the right: 26 characters fit)
+// Ten distinct colours (Tableau 10 without its red, which marks suspects and the threshold, and its grey, which
+// is the achieved bar), so that the nine breakdown terms never share one.
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                          "#e377c2", "#17becf", "#bcbd22", "#393b79", "#8c6d31"};
+constexpr size_t kColours = sizeof kPalette / sizeof kPalette[0];
+constexpr size_t kLegendChars = 26;  // at 12 px sans-serif (about 0.6 em a character) within kR - 30
+
+// A legend label cut to what the legend has room for (the whole text stays in the mark's tooltip).
+std::string legend_label(const std::string& s) {
+  return s.size() <= kLegendChars ? s : s.substr(0, kLegendChars - 3) + "...";
+}
 
 std::string f3(double v) {
   char b[48];
@@ -72,8 +83,10 @@ std::string scatter_panel(const std::vector<const LogEntry*>& entries, const Plo
   for (const LogEntry* e : entries)
     if (e->ratio()) pts.push_back(e);
   std::string s = "<g class=\"panel scatter\">\n";
-  s += frame("Predicted vs achieved step time (" + std::to_string(pts.size()) + " jobs)", "predicted step time (s)",
-             "achieved median step time (s)");
+  const size_t total = std::max(o.jobs_with_ratio, pts.size());
+  s += frame("Predicted vs achieved step time (" + std::to_string(total) + " jobs" +
+                 (total > pts.size() ? ", " + std::to_string(pts.size()) + " drawn at random)" : ")"),
+             "predicted step time (s)", "achieved median step time (s)");
   if (pts.empty()) {
     s += svg::text(kW / 2, kH / 2, "no job with both a prediction and an achieved step time", "text-anchor=\"middle\"");
     return s + "</g>\n";
@@ -109,7 +122,8 @@ std::string scatter_panel(const std::vector<const LogEntry*>& entries, const Plo
   s += svg::circle(kW - kR + 20, kT + 10, 4, "#1f77b4", "legend", "ok");
   s += svg::text(kW - kR + 30, kT + 14, "job", "font-size=\"12\"");
   s += svg::circle(kW - kR + 20, kT + 30, 4, "#d62728", "legend", "suspect");
-  s += svg::text(kW - kR + 30, kT + 34, "suspect (" + std::to_string(suspects) + ")", "font-size=\"12\"");
+  s += svg::text(kW - kR + 30, kT + 34, "suspect (" + std::to_string(std::max(suspects, o.suspects)) + ")",
+                 "font-size=\"12\"");
   s += svg::text(kW - kR + 12, kT + 60, "above the line:", "font-size=\"11\"");
   s += svg::text(kW - kR + 12, kT + 74, "slower than predicted", "font-size=\"11\"");
   return s + "</g>\n";
@@ -149,19 +163,33 @@ std::string ratio_panel(const std::vector<const LogEntry*>& entries, const PlotO
     s += svg::text(X(t), kH - kB + 16, format_date(t), "text-anchor=\"middle\" font-size=\"10\"");
   }
   s += svg::line(kL, Y(1), kW - kR, Y(1), "stroke:#555;stroke-dasharray:6 4", "unity");
-  s += svg::line(kL, Y(o.threshold), kW - kR, Y(o.threshold), "stroke:#d62728;stroke-dasharray:2 3", "threshold");
-  s += svg::text(kW - kR - 4, Y(o.threshold) - 4, "suspect below " + f3(o.threshold), "text-anchor=\"end\" font-size=\"10\" fill=\"#d62728\"");
+  // The thresholds the jobs shown are judged by: as given for calibrated predictions, widened for the others.
+  bool calibrated = false, uncalibrated = false;
+  for (const auto& [p, v] : by)
+    for (const LogEntry* e : v) (e->predicted_calibrated ? calibrated : uncalibrated) = true;
+  for (const bool cal : {true, false}) {
+    if (cal ? !calibrated : !uncalibrated) continue;
+    SuspectRule rule;
+    rule.threshold = o.threshold;
+    rule.calibrated = cal;
+    const double t = rule.effective_threshold();
+    s += svg::line(kL, Y(t), kW - kR, Y(t), "stroke:#d62728;stroke-dasharray:2 3", "threshold");
+    s += svg::text(kW - kR - 4, Y(t) - 4,
+                   "suspect below " + f3(t) + (cal ? " (calibrated prediction)" : " (uncalibrated prediction)"),
+                   "text-anchor=\"end\" font-size=\"10\" fill=\"#d62728\"");
+  }
   int k = 0;
   for (const auto& [p, v] : by) {
-    const std::string color = kPalette[k % 8];
+    const std::string color = kPalette[size_t(k) % kColours];
     std::string pts;
     for (const LogEntry* e : v) pts += svg::num(X(e->time)) + "," + svg::num(Y(*e->ratio())) + " ";
     if (v.size() > 1) s += "<polyline class=\"series\" fill=\"none\" stroke=\"" + color + "\" points=\"" + pts + "\"/>\n";
     for (const LogEntry* e : v)
       s += svg::circle(X(e->time), Y(*e->ratio()), 3, color, "ratio",
                        p + " job " + e->job_id + " " + format_date(e->time) + ": ratio " + f3(*e->ratio()));
-    s += svg::rect(kW - kR + 14, kT + 6 + 18 * k, 10, 10, color, "legend");
-    s += svg::text(kW - kR + 30, kT + 15 + 18 * k, p + " (" + std::to_string(v.size()) + ")", "font-size=\"12\"");
+    s += svg::rect(kW - kR + 14, kT + 6 + 18 * k, 10, 10, color, "legend", p);
+    s += svg::text(kW - kR + 30, kT + 15 + 18 * k, legend_label(p + " (" + std::to_string(v.size()) + ")"),
+                   "font-size=\"12\"");
     ++k;
   }
   return s + "</g>\n";
@@ -186,6 +214,12 @@ std::string breakdown_panel(const std::vector<const LogEntry*>& entries, const P
     s += svg::text(kW / 2, kH / 2, std::string("cannot predict this job: ") + ex.what(), "text-anchor=\"middle\"");
     return s + "</g>\n";
   }
+  if (!std::isfinite(r.step_s) || r.step_s <= 0) {
+    s += frame("Step-time breakdown of job " + e->job_id, "seconds per step", "");
+    s += svg::text(kW / 2, kH / 2, "cannot predict this job: the model gives no finite step time for its plan",
+                   "text-anchor=\"middle\"");
+    return s + "</g>\n";
+  }
   const auto& b = r.br;
   const std::pair<const char*, double> terms[] = {
       {"compute", b.compute},     {"recompute", b.recompute}, {"tp_comm", b.tp_comm},
@@ -195,8 +229,9 @@ std::string breakdown_panel(const std::vector<const LogEntry*>& entries, const P
   const double achieved = e->achieved_step_s.value_or(0);
   const double xmax = std::max(total, achieved) * 1.1;
   const auto& l = *e->layout;
-  s += frame("Step-time breakdown of job " + e->job_id + " (" + e->scenario->model.name + ", tp" + std::to_string(l.tp) +
-                 " pp" + std::to_string(l.pp) + " dp" + std::to_string(l.dp) + " cp" + std::to_string(l.cp) + ")",
+  const std::string model = e->scenario->model.name.empty() ? "" : e->scenario->model.name + ", ";
+  s += frame("Step-time breakdown of job " + e->job_id + " (" + model + "tp" + std::to_string(l.tp) + " pp" +
+                 std::to_string(l.pp) + " dp" + std::to_string(l.dp) + " cp" + std::to_string(l.cp) + ")",
              "seconds per step", "");
   const double pw = kW - kL - kR;
   auto X = [&](double v) { return kL + pw * v / xmax; };
@@ -209,14 +244,15 @@ std::string breakdown_panel(const std::vector<const LogEntry*>& entries, const P
   double x = 0;
   int k = 0, legend = 0;
   for (const auto& [name, v] : terms) {
-    const std::string color = kPalette[k % 8];
-    if (v > 0) {
+    const std::string color = kPalette[size_t(k) % kColours];
+    if (v > 0 && std::isfinite(v)) {
       s += svg::rect(X(x), y1, X(x + v) - X(x), bh, color, "term", std::string(name) + ": " + f3(v) + " s");
-      s += svg::rect(kW - kR + 14, kT + 6 + 18 * legend, 10, 10, color, "legend");
-      s += svg::text(kW - kR + 30, kT + 15 + 18 * legend, std::string(name) + " " + f3(v) + " s", "font-size=\"11\"");
+      s += svg::rect(kW - kR + 14, kT + 6 + 18 * legend, 10, 10, color, "legend", name);
+      s += svg::text(kW - kR + 30, kT + 15 + 18 * legend, legend_label(std::string(name) + " " + f3(v) + " s"),
+                     "font-size=\"11\"");
       ++legend;
     }
-    x += v;
+    if (std::isfinite(v)) x += v;
     ++k;
   }
   if (achieved > 0) {
@@ -230,6 +266,60 @@ std::string breakdown_panel(const std::vector<const LogEntry*>& entries, const P
     s += svg::text(kL + 4, y2 + 20, "no achieved step time recorded", "font-size=\"12\"");
   }
   return s + "</g>\n";
+}
+
+struct PlotSample::Rng {
+  std::mt19937_64 gen{20250301};
+};
+
+PlotSample::PlotSample(double threshold, std::string breakdown_job_id, size_t max_jobs)
+    : threshold_(threshold), wanted_(std::move(breakdown_job_id)), max_(max_jobs), rng_(std::make_unique<Rng>()) {}
+PlotSample::~PlotSample() = default;
+
+void PlotSample::add(LogEntry& e) {
+  if (e.ratio()) {
+    // Only what the point panels read: the rest (scenario, nodes, notes) is most of an entry's memory.
+    LogEntry point;
+    point.job_id = e.job_id;
+    point.partition = e.partition;
+    point.time = e.time;
+    point.predicted_step_s = e.predicted_step_s;
+    point.achieved_step_s = e.achieved_step_s;
+    point.predicted_calibrated = e.predicted_calibrated;
+    point.flagged = e.flagged;
+    point.suspect_basis = e.suspect_basis;
+    suspects_ += flagged(point, threshold_);
+    if (kept_.size() < max_) {
+      kept_.push_back(std::move(point));
+    } else {  // reservoir sampling (Vitter's algorithm R): every job equally likely to be drawn
+      const size_t j = std::uniform_int_distribution<size_t>(0, seen_)(rng_->gen);
+      if (j < max_) kept_[j] = std::move(point);
+    }
+    ++seen_;
+  }
+  if (!wanted_.empty()) {
+    if (e.job_id == wanted_) requested_ = std::move(e);  // the last line of the job, as the list's last match
+  } else if (e.scenario && e.layout && (!latest_ || e.time >= latest_->time)) {
+    latest_ = std::move(e);
+  }
+}
+
+std::vector<const LogEntry*> PlotSample::entries() const {
+  std::vector<const LogEntry*> out;
+  for (const auto& e : kept_) out.push_back(&e);
+  return out;
+}
+
+const LogEntry* PlotSample::breakdown() const {
+  if (requested_) return &*requested_;
+  return latest_ ? &*latest_ : nullptr;
+}
+
+PlotOptions PlotSample::options(PlotOptions o) const {
+  o.breakdown_job = breakdown();
+  o.jobs_with_ratio = seen_;
+  o.suspects = suspects_;
+  return o;
 }
 
 std::string plots_svg(const std::vector<const LogEntry*>& entries, const PlotOptions& o) {

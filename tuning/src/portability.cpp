@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include "paratune/tuning/svg.h"
 
@@ -11,45 +10,7 @@ namespace paratune::tuning {
 
 namespace {
 
-struct Job {
-  const LogEntry* e;
-  Platform platform;
-  std::string problem, framework;
-  std::optional<double> achieved, predicted;  // tokens/s per GPU
-};
-
 std::string or_unknown(const std::string& s) { return s.empty() ? "unknown" : s; }
-
-using Key = std::pair<std::string, std::string>;  // (problem, framework)
-
-// The application's efficiency on one platform, from its own jobs and the problem's jobs there.
-PlatformEfficiency efficiency(const Platform& pl, const std::vector<const Job*>& own,
-                              const std::vector<const Job*>& problem_there) {
-  PlatformEfficiency r;
-  r.platform = pl;
-  for (const Job* j : problem_there) {
-    if (j->predicted) r.best_predicted = std::max(r.best_predicted, *j->predicted);
-    if (j->achieved) r.best_achieved = std::max(r.best_achieved, *j->achieved);
-  }
-  for (const Job* j : own) {
-    ++r.jobs;
-    r.ooms += j->e->oom.has_value();
-    if (!j->achieved) continue;
-    ++r.measured;
-    if (*j->achieved > r.achieved) {
-      r.achieved = *j->achieved;
-      r.best_job = j->e->job_id;
-    }
-  }
-  if (r.measured == 0) {
-    r.why_zero = r.jobs == 0 ? "not run" : r.ooms == r.jobs ? "died of OOM" : "no achieved figures";
-    return r;
-  }
-  if (r.best_predicted > 0) r.e_predicted = r.achieved / r.best_predicted;
-  else r.why_zero = "no prediction";
-  if (r.best_achieved > 0) r.e_application = r.achieved / r.best_achieved;
-  return r;
-}
 
 }  // namespace
 
@@ -83,46 +44,78 @@ double harmonic_portability(const std::vector<double>& e) {
   return double(e.size()) / inv;
 }
 
-PortabilityReport portability(const std::vector<const LogEntry*>& entries, const PortabilityOptions& o) {
+void PortabilityTally::add(const LogEntry& e) {
+  if (!e.scenario || e.partition.empty()) {
+    ++skipped_;
+    return;
+  }
+  ++used_;
+  const Platform pl = platform_of(e);
+  const std::string problem = problem_of(e), key = pl.key();
+  const auto achieved = e.achieved_tokens_per_s_per_gpu(), predicted = e.predicted_per_gpu();
+  ran_on_[problem].emplace(key, pl);  // the first platform seen with that key stands for it
+  There& t = there_[{problem, key}];
+  if (predicted) t.best_predicted = std::max(t.best_predicted, *predicted);
+  if (achieved) t.best_achieved = std::max(t.best_achieved, *achieved);
+  Own& o = apps_[{problem, e.framework()}][key];
+  ++o.jobs;
+  o.ooms += e.oom.has_value();
+  if (!achieved) return;
+  ++o.measured;
+  if (*achieved > o.achieved) {  // the first job with the best figure names it
+    o.achieved = *achieved;
+    o.best_job = e.job_id;
+  }
+}
+
+PortabilityReport PortabilityTally::report(const PortabilityOptions& opt) const {
   PortabilityReport rep;
-  std::vector<Job> jobs;
-  for (const LogEntry* e : entries) {
-    if (!e->scenario || e->partition.empty()) {
-      ++rep.jobs_skipped;
-      continue;
-    }
-    jobs.push_back({e, platform_of(*e), problem_of(*e), e->framework(), e->achieved_tokens_per_s_per_gpu(),
-                    e->predicted_per_gpu()});
-  }
-  rep.jobs_used = jobs.size();
-  std::map<Key, std::vector<const Job*>> by_app;
-  std::map<std::string, std::set<Platform>> ran_on;  // problem -> platforms with a job of it
-  std::map<std::pair<std::string, std::string>, std::vector<const Job*>> by_problem_platform;
-  for (const Job& j : jobs) {
-    by_app[{j.problem, j.framework}].push_back(&j);
-    ran_on[j.problem].insert(j.platform);
-    by_problem_platform[{j.problem, j.platform.key()}].push_back(&j);
-  }
-  for (const auto& [key, own] : by_app) {
+  rep.jobs_used = used_;
+  rep.jobs_skipped = skipped_;
+  for (const auto& [app, own] : apps_) {
     ApplicationPortability ap;
-    ap.problem = key.first;
-    ap.framework = key.second;
-    const std::vector<Platform> H =
-        o.platforms.empty() ? std::vector<Platform>(ran_on[key.first].begin(), ran_on[key.first].end()) : o.platforms;
+    ap.problem = app.first;
+    ap.framework = app.second;
+    std::vector<Platform> H = opt.platforms;
+    if (H.empty())
+      for (const auto& [k, pl] : ran_on_.at(app.first)) H.push_back(pl);
     std::vector<double> ep, ea;
     for (const Platform& pl : H) {
-      std::vector<const Job*> mine;
-      for (const Job* j : own)
-        if (j->platform == pl) mine.push_back(j);
-      ap.platforms.push_back(efficiency(pl, mine, by_problem_platform[{key.first, pl.key()}]));
-      ep.push_back(ap.platforms.back().e_predicted);
-      ea.push_back(ap.platforms.back().e_application);
+      PlatformEfficiency r;
+      r.platform = pl;
+      if (auto t = there_.find({app.first, pl.key()}); t != there_.end()) {
+        r.best_predicted = t->second.best_predicted;
+        r.best_achieved = t->second.best_achieved;
+      }
+      if (auto o = own.find(pl.key()); o != own.end()) {
+        r.jobs = o->second.jobs;
+        r.measured = o->second.measured;
+        r.ooms = o->second.ooms;
+        r.achieved = o->second.achieved;
+        r.best_job = o->second.best_job;
+      }
+      if (r.measured == 0) {
+        r.why_zero = r.jobs == 0 ? "not run" : r.ooms == r.jobs ? "died of OOM" : "no achieved figures";
+      } else {
+        if (r.best_predicted > 0) r.e_predicted = r.achieved / r.best_predicted;
+        else r.why_zero = "no prediction";
+        if (r.best_achieved > 0) r.e_application = r.achieved / r.best_achieved;
+      }
+      ap.platforms.push_back(r);
+      ep.push_back(r.e_predicted);
+      ea.push_back(r.e_application);
     }
     ap.p_predicted = harmonic_portability(ep);
     ap.p_application = harmonic_portability(ea);
     rep.applications.push_back(std::move(ap));
   }
   return rep;
+}
+
+PortabilityReport portability(const std::vector<const LogEntry*>& entries, const PortabilityOptions& o) {
+  PortabilityTally t;
+  for (const LogEntry* e : entries) t.add(*e);
+  return t.report(o);
 }
 
 std::string portability_svg(const PortabilityReport& r) {

@@ -22,26 +22,25 @@ bool flagged(const LogEntry& e, double threshold) {
   return r && suspect_rule(e, threshold).suspect(*r);
 }
 
-std::vector<SuspectNode> suspect_nodes(const std::vector<const LogEntry*>& entries, double threshold,
-                                       size_t min_flagged) {
-  std::map<std::string, SuspectNode> by;
-  for (const LogEntry* e : entries) {
-    const bool f = flagged(*e, threshold);
-    if (!f && !e->ratio()) continue;
-    const auto& names = (f && !e->flagged_nodes.empty()) ? e->flagged_nodes : e->node_names;
-    for (const auto& n : names) {
-      auto& s = by[n];
-      s.node = n;
-      ++s.jobs;
-      if (f) {
-        ++s.flagged_jobs;
-        s.job_ids.push_back(e->job_id);
-      }
+void SuspectTally::add(const LogEntry& e) {
+  const bool f = flagged(e, threshold_);
+  if (!f && !e.ratio()) return;
+  const auto& names = (f && !e.flagged_nodes.empty()) ? e.flagged_nodes : e.node_names;
+  for (const auto& n : names) {
+    auto& s = by_[n];
+    s.node = n;
+    ++s.jobs;
+    if (f) {
+      ++s.flagged_jobs;
+      s.job_ids.push_back(e.job_id);
     }
   }
+}
+
+std::vector<SuspectNode> SuspectTally::nodes(size_t min_flagged) const {
   std::vector<SuspectNode> out;
-  for (auto& [n, s] : by)
-    if (s.flagged_jobs >= std::max<size_t>(1, min_flagged)) out.push_back(std::move(s));
+  for (const auto& [n, s] : by_)
+    if (s.flagged_jobs >= std::max<size_t>(1, min_flagged)) out.push_back(s);
   std::sort(out.begin(), out.end(), [](const SuspectNode& a, const SuspectNode& b) {
     if (a.flagged_jobs != b.flagged_jobs) return a.flagged_jobs > b.flagged_jobs;
     const double fa = double(a.flagged_jobs) / double(a.jobs), fb = double(b.flagged_jobs) / double(b.jobs);
@@ -49,6 +48,13 @@ std::vector<SuspectNode> suspect_nodes(const std::vector<const LogEntry*>& entri
     return a.node < b.node;
   });
   return out;
+}
+
+std::vector<SuspectNode> suspect_nodes(const std::vector<const LogEntry*>& entries, double threshold,
+                                       size_t min_flagged) {
+  SuspectTally t(threshold);
+  for (const LogEntry* e : entries) t.add(*e);
+  return t.nodes(min_flagged);
 }
 
 }  // namespace paratune::tuning

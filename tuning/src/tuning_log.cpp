@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "paratune/advisor/catalog.h"
+#include "paratune/tuning/detail/entry_fields.h"
+#include "paratune/tuning/detail/nlohmann_backend.h"
 #include "paratune/tuning/scenario_json.h"
 
 namespace paratune::tuning {
@@ -44,10 +46,12 @@ std::optional<long long> utc_offset(std::string_view s, size_t i) {
   return sign * (h * 3600LL + m * 60LL);
 }
 
+}  // namespace
+
 // ISO-8601 / RFC 3339: YYYY-MM-DD[(T|t| )HH:MM[:SS[.fraction]][Z|+HH:MM|-HH:MM]] -> unix seconds (fraction
 // dropped). nullopt when the text is not of that form; nothing after it is ignored (an ignored "+02:00" would
 // shift the time by two hours).
-std::optional<long long> iso8601(std::string_view s) {
+std::optional<long long> detail::iso8601(std::string_view s) {
   size_t i = 0;
   int Y = 0, M = 0, D = 0, h = 0, m = 0, sec = 0;
   if (!digits(s, &i, 4, &Y) || i >= s.size() || s[i++] != '-' || !digits(s, &i, 2, &M) || i >= s.size() ||
@@ -81,140 +85,6 @@ std::optional<long long> iso8601(std::string_view s) {
   tm.tm_sec = sec;
   return static_cast<long long>(timegm(&tm)) - offset;
 }
-
-}  // namespace
-
-namespace {
-
-std::string str(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end()) return {};
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_number_integer()) return std::to_string(it->get<long long>());
-  return {};
-}
-
-// A logged number converted to an integer: out of range (or NaN) counts as absent, never undefined behaviour.
-double bounded(std::optional<double> v, double hi) {
-  return v && *v >= -hi && *v <= hi ? *v : 0;
-}
-
-std::optional<double> num(const json& j, const char* key) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return std::nullopt;
-  const double v = it->get<double>();
-  if (!std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
-// An achieved throughput given as tokens/s instead of a step time: step time = tokens per step / tokens per second,
-// the tokens per step as logged ("tokens_per_step") or else the scenario's global batch x sequence length (what
-// the model's own tokens/s is counted in).
-std::optional<double> step_from_tokens(const json& achieved, const std::optional<advisor::Scenario>& s) {
-  const auto tps = num(achieved, "tokens_per_s");
-  if (!tps || *tps <= 0) return std::nullopt;
-  double per_step = num(achieved, "tokens_per_step").value_or(0);
-  if (per_step <= 0 && s) per_step = double(s->training.global_batch) * double(s->model.seq_len);
-  if (!(per_step > 0)) return std::nullopt;
-  const double step = per_step / *tps;
-  return std::isfinite(step) && step > 0 ? std::optional<double>(step) : std::nullopt;
-}
-
-// A logged size in GiB: positive, finite and below 1 PiB, else absent.
-std::optional<double> gib(const json& j, const char* key) {
-  const auto v = num(j, key);
-  return v && *v >= 0 && *v < 1048576 ? v : std::nullopt;
-}
-
-std::optional<OomRecord> oom_from(const json& j) {
-  const auto it = j.find("oom");
-  if (it == j.end() || !it->is_object()) return std::nullopt;
-  OomRecord o;
-  o.kind = str(*it, "kind");
-  if (o.kind.empty()) o.kind = "unknown";
-  o.tried_gib = gib(*it, "tried_gib");
-  o.capacity_gib = gib(*it, "capacity_gib");
-  o.free_gib = gib(*it, "free_gib");
-  o.predicted_gib = gib(*it, "predicted_memory_gib");
-  o.message = str(*it, "message").substr(0, 512);
-  return o;
-}
-
-void read_predicted(const json& p, LogEntry& e) {
-  e.predicted_step_s = num(p, "step_time_s").value_or(0);
-  e.predicted_tokens_per_s = num(p, "tokens_per_s").value_or(0);
-  e.predicted_tokens_per_s_per_gpu = num(p, "tokens_per_s_per_gpu").value_or(0);
-  e.predicted_memory_gib = gib(p, "memory_gib_per_gpu").value_or(0);
-  if (auto c = p.find("calibrated"); c != p.end() && c->is_boolean()) e.predicted_calibrated = c->get<bool>();
-}
-
-LogEntry entry_from(const json& j, size_t line) {
-  LogEntry e;
-  e.line = line;
-  e.step_id = str(j, "step_id");
-  if (auto t = j.find("truncated"); t != j.end() && t->is_boolean()) e.truncated = t->get<bool>();
-  e.oom = oom_from(j);
-  e.time = static_cast<long long>(bounded(num(j, "time"), 9.2e18));
-  if (const auto it = j.find("time"); it != j.end() && it->is_string()) {
-    // Lines written by other tools carry ISO-8601 times; one that does not parse is absent (0), like a bad number.
-    if (const auto t = iso8601(it->get<std::string>())) e.time = *t;
-  }
-  e.job_id = str(j, "job_id");
-  e.user = str(j, "user");
-  e.partition = str(j, "partition");
-  e.host = str(j, "host");
-  e.gpu_model = str(j, "gpu_model");
-  e.state = str(j, "state");
-  e.report = str(j, "report");
-  e.plan_framework = str(j, "framework");
-  e.plan_framework_version = str(j, "framework_version");
-  e.nodes = int(bounded(num(j, "nodes"), 2147483647.0));
-  e.gpus_per_node = int(bounded(num(j, "gpus_per_node"), 2147483647.0));
-  if (auto it = j.find("node_list"); it != j.end()) {
-    if (it->is_array()) {
-      for (const auto& n : *it)
-        if (n.is_string()) e.node_names.push_back(n.get<std::string>());
-    } else if (it->is_string()) {
-      e.node_names = expand_hostlist(it->get<std::string>());
-    }
-  }
-  if (e.node_names.empty() && !e.host.empty()) e.node_names.push_back(e.host);
-  if (auto it = j.find("scenario"); it != j.end()) {
-    try {
-      e.scenario = scenario_from_json(*it);
-      if (e.gpu_model.empty()) e.gpu_model = e.scenario->cluster.gpu;
-    } catch (const std::exception& ex) {
-      e.scenario_problem = std::string("scenario: ") + ex.what();
-    }
-  }
-  if (auto it = j.find("plan"); it != j.end()) {
-    try {
-      e.layout = layout_from_json(it->is_object() && it->contains("layout") ? (*it)["layout"] : *it);
-    } catch (const std::exception& ex) {
-      e.scenario_problem = std::string("plan: ") + ex.what();
-    }
-  }
-  if (auto it = j.find("predicted"); it != j.end() && it->is_object()) read_predicted(*it, e);
-  if (auto it = j.find("achieved"); it != j.end() && it->is_object()) {
-    if (auto v = num(*it, "median_step_time_s"); v && *v > 0) e.achieved_step_s = v;
-    else e.achieved_step_s = step_from_tokens(*it, e.scenario);
-    if (auto v = num(*it, "p10_step_time_s"); v && *v > 0) e.achieved_p10_s = v;
-    if (auto v = num(*it, "p90_step_time_s"); v && *v > 0) e.achieved_p90_s = v;
-    // Bounded like every other count: 1e300 steps would make size_t(...) undefined behaviour.
-    e.achieved_steps = size_t(std::max(0.0, bounded(num(*it, "steps"), 9.0e15)));
-    e.peak_memory_gib = gib(*it, "peak_memory_gib");
-  }
-  if (auto it = j.find("suspect"); it != j.end() && it->is_object()) {
-    e.flagged = true;
-    if (auto b = it->find("basis"); b != it->end() && b->is_string()) e.suspect_basis = b->get<std::string>();
-    if (auto n = it->find("nodes"); n != it->end() && n->is_array())
-      for (const auto& x : *n)
-        if (x.is_string()) e.flagged_nodes.push_back(x.get<std::string>());
-  }
-  return e;
-}
-
-}  // namespace
 
 std::optional<double> LogEntry::ratio() const {
   if (!achieved_step_s || *achieved_step_s <= 0 || predicted_step_s <= 0) return std::nullopt;
@@ -288,7 +158,8 @@ TuningLog read_tuning_log(std::string_view content, const ReadLimits& lim) {
       problem(line_no, "not a JSON object");
       continue;
     }
-    LogEntry e = entry_from(j, line_no);
+    detail::NlohmannBackend backend;
+    LogEntry e = detail::entry_from(backend, &j, line_no);
     if (!e.scenario_problem.empty()) problem(line_no, e.scenario_problem + " (the line is kept without it)");
     log.entries.push_back(std::move(e));
   }
@@ -354,7 +225,7 @@ long long parse_date(std::string_view t) {
       throw std::invalid_argument("'" + s + "': " + forms);
     return std::stoll(d);
   }
-  const auto v = iso8601(t);
+  const auto v = detail::iso8601(t);
   if (!v) throw std::invalid_argument("'" + s + "': " + forms);
   return *v;
 }

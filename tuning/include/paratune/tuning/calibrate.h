@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,25 +35,66 @@ struct CalibrateOptions {
   double min_ratio = 0.05, max_ratio = 20;  // a job outside these ratios has a broken report: not used
 };
 
-// A job the fit can use: scenario + layout + achieved median step time.
-struct Sample {
+// What a job ran: scenario + layout, shared by the jobs that ran the same (a site repeats a few hundred
+// configurations over millions of jobs), with the shipped model's step time for it.
+struct SampleConfig {
   advisor::Scenario scenario;
   advisor::Layout layout;
+  double shipped_step_s = 0;
+};
+
+// A job the fit can use: its configuration + achieved median step time.
+struct Sample {
+  std::shared_ptr<const SampleConfig> config;
   double achieved_step_s = 0;
   long long time = 0;
+  const advisor::Scenario& scenario() const { return config->scenario; }
+  const advisor::Layout& layout() const { return config->layout; }
 };
 
 // Lines the fit cannot use, by reason ("no achieved figures", "unknown GPU", ...).
 using SkipTally = std::map<std::string, size_t>;
+// For each reason, the first job skipped for it and the field that made it unusable
+// ("job 17: training.global_batch: must be a multiple of ...").
+using SkipExamples = std::map<std::string, std::string>;
+
+// The usable samples of a log, one entry at a time (a streamed log): entries with the same scenario and plan
+// text (LogEntry::parsed_scenario/parsed_layout) share one configuration, checked and predicted once.
+class SampleCollector {
+ public:
+  explicit SampleCollector(const CalibrateOptions& o) : o_(o) {}
+  void add(const LogEntry& e);
+  std::vector<Sample>& samples() { return samples_; }
+  const SkipTally& skipped() const { return skipped_; }
+  const SkipExamples& examples() const { return examples_; }
+  size_t configurations() const { return configs_.size(); }
+
+ private:
+  struct Checked {  // a configuration once checked: usable (config) or why not
+    std::shared_ptr<const SampleConfig> config;
+    std::string why, detail;
+    std::shared_ptr<const void> keep_scenario, keep_layout;  // the keys stay valid while cached
+  };
+  const Checked& check(const LogEntry& e);
+  void skip(const LogEntry& e, const std::string& why, const std::string& detail);
+  CalibrateOptions o_;
+  std::vector<Sample> samples_;
+  SkipTally skipped_;
+  SkipExamples examples_;
+  std::map<std::pair<const void*, const void*>, Checked> configs_;
+  Checked scratch_;
+};
 
 // The usable samples of a log; every entry left out is counted in `skipped` under its reason.
-std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const CalibrateOptions& o, SkipTally* skipped);
+std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const CalibrateOptions& o, SkipTally* skipped,
+                                   SkipExamples* examples = nullptr);
 // The same with the tally as "N skipped: reason" lines.
 std::vector<Sample> usable_samples(const std::vector<LogEntry>& entries, const CalibrateOptions& o,
                                    std::vector<std::string>* skipped = nullptr);
 
-// "skipped 3: no achieved figures; 1: unknown GPU" (most frequent first); "" when nothing was skipped.
-std::string skipped_summary(const SkipTally& skipped);
+// "skipped 3: no achieved figures; 1: unknown GPU" (most frequent first); "" when nothing was skipped. With
+// examples, each reason is followed by its first case: "1: unknown GPU (job 7: scenario.cluster.gpu 'tpu-v5')".
+std::string skipped_summary(const SkipTally& skipped, const SkipExamples* examples = nullptr);
 
 // Predicted step time of a sample under a calibration (the shipped parameters for an empty one).
 double predict_step(const Sample& s, const advisor::Calibration& c);

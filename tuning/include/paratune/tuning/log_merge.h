@@ -52,8 +52,21 @@ struct MergedLog {
 
 MergedLog merge_logs(const std::vector<LogText>& sources, const ReadLimits& limits = {});
 
+// What the rules above compare of one copy (the streaming reader keeps only this of the lines it has not chosen).
+struct CopyKeys {
+  bool achieved = false, oom = false, plan = false, truncated = false;
+  long long time = 0;
+};
+CopyKeys copy_keys(const LogEntry& e);
+// The rule that prefers copy `a` over `b` ("achieved figures", "later end time", ...), "" when none does.
+std::string prefers(const CopyKeys& a, const CopyKeys& b);
+// Whether `challenger` (read later) replaces `holder`; `why` says by which rule, or why the holder stayed.
+bool replaces(const CopyKeys& challenger, const CopyKeys& holder, std::string* why);
+
 // "3 files, 212 lines, 205 jobs; 7 duplicate lines dropped (2 kept the other copy: achieved figures, 5 kept the
 // other copy: first read)" for stderr.
 std::string merge_summary(const MergedLog& m);
+std::string merge_summary(size_t files, size_t lines, size_t jobs, size_t duplicates,
+                          const std::vector<DroppedCopy>& dropped);
 
 }  // namespace paratune::tuning

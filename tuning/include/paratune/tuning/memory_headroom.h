@@ -45,6 +45,9 @@ struct MemoryEvidence {
 // `skipped` under their reason.
 std::vector<MemoryEvidence> memory_evidence(const std::vector<LogEntry>& entries, const HeadroomOptions& o = {},
                                             SkipTally* skipped = nullptr);
+// One entry of a streamed log: its evidence appended to `out` when it is some.
+void add_memory_evidence(const LogEntry& e, const HeadroomOptions& o, std::vector<MemoryEvidence>* out,
+                         SkipTally* skipped = nullptr);
 
 struct HeadroomGroup {
   std::string gpu, framework;

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,28 @@ struct PortabilityReport {
 };
 
 PortabilityReport portability(const std::vector<const LogEntry*>& entries, const PortabilityOptions& o = {});
+
+// The same, one entry at a time (a streamed log): what is kept is per application and platform, not per job.
+class PortabilityTally {
+ public:
+  void add(const LogEntry& e);
+  PortabilityReport report(const PortabilityOptions& o = {}) const;
+
+ private:
+  struct Own {             // one application's jobs on one platform
+    size_t jobs = 0, measured = 0, ooms = 0;
+    double achieved = 0;   // the best achieved tokens/s per GPU, and its job
+    std::string best_job;
+  };
+  struct There {           // every application's jobs of a problem on one platform
+    double best_predicted = 0, best_achieved = 0;
+  };
+  using AppKey = std::pair<std::string, std::string>;  // (problem, framework)
+  std::map<AppKey, std::map<std::string, Own>> apps_;  // -> platform key -> tally
+  std::map<std::string, std::map<std::string, Platform>> ran_on_;  // problem -> platform key -> platform
+  std::map<std::pair<std::string, std::string>, There> there_;   // (problem, platform key)
+  size_t used_ = 0, skipped_ = 0;
+};
 
 // Pennycook's P: the harmonic mean of `e`, 0 when `e` is empty or any e_i <= 0 (or not finite).
 double harmonic_portability(const std::vector<double>& e);

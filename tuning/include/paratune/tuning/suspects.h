@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,17 @@ struct SuspectNode {
 // Nodes in at least `min_flagged` flagged jobs, most flagged first (then by flagged share, then name).
 std::vector<SuspectNode> suspect_nodes(const std::vector<const LogEntry*>& entries, double threshold,
                                        size_t min_flagged = 2);
+
+// The same, one entry at a time (a streamed log): memory per node, not per job.
+class SuspectTally {
+ public:
+  explicit SuspectTally(double threshold) : threshold_(threshold) {}
+  void add(const LogEntry& e);
+  std::vector<SuspectNode> nodes(size_t min_flagged = 2) const;
+
+ private:
+  double threshold_;
+  std::map<std::string, SuspectNode> by_;
+};
 
 }  // namespace paratune::tuning

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,13 @@ struct OomRecord {
   std::string message;                   // the recognised line, capped
 };
 
+// A line's scenario or plan as read (scenario_json.h), or why it could not be.
+template <class T>
+struct ParsedPart {
+  std::optional<T> value;
+  std::string problem;
+};
+
 struct LogEntry {
   size_t line = 0;                       // 1-based line number in the log
   std::string file;                      // the file the line came from ("" = a single unnamed text)
@@ -36,6 +44,10 @@ struct LogEntry {
   std::optional<advisor::Scenario> scenario;  // when "scenario" parses
   std::optional<advisor::Layout> layout;      // when "plan" parses
   std::string scenario_problem;          // why scenario/layout did not parse
+  // What scenario and layout were read from. The streaming reader shares one between lines of the same text, so
+  // that the calibration fit can predict each distinct configuration once; null when the line had none.
+  std::shared_ptr<const ParsedPart<advisor::Scenario>> parsed_scenario;
+  std::shared_ptr<const ParsedPart<advisor::Layout>> parsed_layout;
   double predicted_step_s = 0, predicted_tokens_per_s = 0;
   bool predicted_calibrated = false;     // "predicted"."calibrated": the plan used a site calibration entry
   double predicted_tokens_per_s_per_gpu = 0, predicted_memory_gib = 0;
