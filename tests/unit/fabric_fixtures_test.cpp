@@ -23,6 +23,7 @@
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/env.h"
+#include "paratune/policies/policy.h"
 #include "paratune/probe/probe.h"
 
 namespace fs = std::filesystem;
@@ -324,4 +325,30 @@ TEST(FabricFixtures, FabricFromTheVendorFilesFacts) {
     }
     EXPECT_EQ(c.cloud.value_or(""), w.cloud);
   }
+}
+
+// Where the file says nothing about the fabric (AWS p5), the site policy's facts.fabric states it, and the fabric's
+// settings follow; the placeholders still name nothing.
+TEST(FabricFixtures, PolicyStatesTheFabricAVendorFileLeavesOut) {
+  std::string why_not;
+  auto out = plan_for({std::string(PARATUNE_FIXTURES_DIR) + "/nccl-topo/aws-p5.48xl-topo.xml", false}, why_not);
+  ASSERT_TRUE(out) << why_not;
+  ASSERT_FALSE(out->scenario.cluster.fabric_known);
+  const auto policy = policies::resolve(policies::parse_policy("[defaults.facts]\nfabric = \"efa\"\n", "site.toml"), "");
+  const auto changes = policies::apply_to_scenario(policy, out->scenario);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_NE(policies::describe(changes[0]).find("probe: not known"), std::string::npos) << policies::describe(changes[0]);
+  EXPECT_TRUE(out->scenario.cluster.fabric_known);
+  advisor::Layout l;
+  l.tp = 8;
+  l.pp = 8;
+  const auto env = advisor::synthesize_env(out->scenario, advisor::Framework::Megatron, l, 10);
+  auto value = [&](const char* n) {
+    for (const auto& e : env)
+      if (e.name == n) return e.value;
+    return std::string("<unset>");
+  };
+  EXPECT_EQ(value("FI_PROVIDER"), "efa");
+  EXPECT_EQ(value("NCCL_IB_HCA"), "<unset>");
+  EXPECT_FALSE(note_with(advisor::network_notes(out->scenario), "does not say which fabric"));
 }
