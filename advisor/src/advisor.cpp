@@ -568,6 +568,7 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
     if (i != win)
       plan.alternatives.push_back({st.best[i].f, st.best[i].l, evaluate_ranked(s, ev_for(st.best[i].f), st.best[i])});
   plan.env = synthesize_env(s, plan.framework, plan.layout, plan.prediction.memory_gib_per_gpu);
+  for (auto& n : network_notes(s)) plan.notes.push_back(std::move(n));
   plan.candidates_evaluated = st.evaluated;
   plan.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   plan.notes.push_back(std::to_string(st.evaluated) + " layouts evaluated, " + std::to_string(st.pruned_memory) +

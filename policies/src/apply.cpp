@@ -262,10 +262,12 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
       c.nvlink_domain = dom;
     }
   }
-  if (f.fabric && *f.fabric != c.fabric) {
-    ch.push_back({std::string("fabric ") + advisor::to_string(*f.fabric) + " (probe: " + advisor::to_string(c.fabric) + ")",
+  if (f.fabric && (*f.fabric != c.fabric || !c.fabric_known)) {
+    ch.push_back({std::string("fabric ") + advisor::to_string(*f.fabric) + " (probe: " +
+                      (c.fabric_known ? advisor::to_string(c.fabric) : "not known") + ")",
                   p.where("facts.fabric")});
     c.fabric = *f.fabric;
+    c.fabric_known = true;
   }
   if (f.nccl_topo_file && *f.nccl_topo_file != c.nccl_topo_file) {
     ch.push_back({"NCCL topology file " + *f.nccl_topo_file +

@@ -132,6 +132,7 @@ struct NicFacts {
   std::string gpu_path;    // path class to its nearest GPU: "PIX" | "PXB" | "PHB" | "SYS" | ""
   std::string netdev;
   std::optional<int> gid_index;
+  bool name_reported = true;  // false: a placeholder the probe made up (probe::Nic::name_reported), never emitted
 };
 
 struct ClusterSpec {
@@ -148,7 +149,12 @@ struct ClusterSpec {
   std::vector<NicFacts> nics;
   std::string gpu_nic_path;        // worst nearest-NIC path class over the allocation's GPUs
   std::optional<std::string> cloud;
-  std::string nccl_topo_file;      // vendor topology file to hand to NCCL, if any
+  std::string nccl_topo_file;      // vendor topology file to hand to NCCL, if any (stated: scenario, site policy)
+  std::string topology_nccl_file;  // the NCCL topology file the probe read the node from (absolute), if any:
+                                   // handed to NCCL only where the cloud's own images do the same (synthesize_env)
+  bool fabric_known = true;        // false: no fact said which fabric the NICs are on (a vendor file without PCI
+                                   // ids); `fabric` is then the model's assumption and no fabric-specific variable
+                                   // is set
   // Added by the advisor:
   std::string topology_file;       // [cluster] topology = "..." as written; resolved by the caller (CLI), never read here
   bool rail_aligned = true;        // one NIC per GPU on its own rail (DGX-style); false = NICs shared / off-rail
