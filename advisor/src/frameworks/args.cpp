@@ -9,9 +9,9 @@ bool PlanView::tp_overlap() const {
   return l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(hopper_plus);
 }
 
-std::string join(const std::vector<std::string>& items, const char* sep) {
+std::string argv_lines(const std::vector<std::string>& argv) {
   std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  for (const auto& a : argv) out += a + "\n";
   return out;
 }
 

@@ -25,12 +25,13 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   const Layout& l = v.l;
   const TrainingSpec& t = v.s.training;
   std::vector<std::string> a;
-  auto add = [&](std::string flag, std::string value = "") { a.push_back(value.empty() ? flag : flag + " " + value); };
+  // --flag=value: one argv element per option, whatever the value holds.
+  auto add = [&](std::string flag, std::string value = "") { a.push_back(value.empty() ? flag : flag + "=" + value); };
   add("--tensor-model-parallel-size", std::to_string(l.tp));
   add("--pipeline-model-parallel-size", std::to_string(l.pp));
   if (l.cp > 1) add("--context-parallel-size", std::to_string(l.cp));
   const bool moe_layout = moe_uneven_pipeline(v.s, l);  // one layout string replaces the options below
-  if (moe_layout) add("--pipeline-model-parallel-layout", "\"" + pipeline_layout(v.s, l) + "\"");
+  if (moe_layout) add("--pipeline-model-parallel-layout", pipeline_layout(v.s, l));
   if (l.pp > 1 && l.virtual_stages > 1 && !moe_layout)
     add("--num-virtual-stages-per-pipeline-rank", std::to_string(l.virtual_stages));
   if (v.uneven_pipeline && !moe_layout) {
@@ -70,9 +71,9 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   }
   if (const char* backend = attention_backend(t)) add("--attention-backend", backend);
   megatron_moe(v, add);
-  out.files.push_back({"megatron.args", join(a, " ") + "\n"});
+  out.files.push_back({"megatron.args", argv_lines(a)});
   out.notes.push_back("model architecture (--num-layers, --hidden-size, ...), tokenizer, data and checkpoint paths "
-                      "stay yours: append them after $(cat $PARATUNE_ARGS)");
+                      "stay yours: mapfile -t ARGS < $PARATUNE_ARGS, then pass \"${ARGS[@]}\" and yours after it");
 }
 
 }  // namespace paratune::advisor::frameworks

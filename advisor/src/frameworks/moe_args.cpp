@@ -57,7 +57,7 @@ void megatron_moe(const PlanView& v, const std::function<void(std::string, std::
   add("--moe-router-topk", std::to_string(m.moe_top_k));
   add("--moe-ffn-hidden-size", std::to_string(expert_ffn(m)));
   if (m.moe_shared_experts > 0) add("--moe-shared-expert-intermediate-size", std::to_string(shared_ffn(m)));
-  if (m.moe_dense_layers > 0) add("--moe-layer-freq", "\"" + layer_pattern(m) + "\"");
+  if (m.moe_dense_layers > 0) add("--moe-layer-freq", layer_pattern(m));
   add("--expert-model-parallel-size", std::to_string(l.ep));
   add("--expert-tensor-parallel-size", std::to_string(l.etp));
   add("--moe-token-dispatcher-type", to_string(l.dispatcher));
@@ -108,7 +108,7 @@ void torchtitan_moe_toml(const PlanView& v, std::ostream& o) {
 }
 
 void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags) {
-  if (v.s.model.is_moe()) flags.push_back("--parallelism.expert_parallel_degree " + std::to_string(v.l.ep));
+  if (v.s.model.is_moe()) flags.push_back("--parallelism.expert_parallel_degree=" + std::to_string(v.l.ep));
 }
 
 }  // namespace paratune::advisor::frameworks
