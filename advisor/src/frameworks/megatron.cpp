@@ -1,5 +1,6 @@
 // Megatron-LM arguments (pretrain_gpt.py). Names and rules: tests/contracts/megatron--<version>.json.
 #include "adapters.h"
+#include "paratune/advisor/framework_checkpoint.h"
 #include "paratune/advisor/model.h"
 
 namespace paratune::advisor::frameworks {
@@ -47,8 +48,9 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
     // Megatron-FSDP asserts the fsdp_dtensor checkpoint format (and CUDA_DEVICE_MAX_CONNECTIONS != 1: env.cpp).
     add("--use-megatron-fsdp");
     add("--data-parallel-sharding-strategy", "optim_grads_params");
-    add("--ckpt-format", "fsdp_dtensor");
   }
+  // Stated, never Megatron's default left implicit: a resumed run keeps it (framework_checkpoint.h).
+  add("--ckpt-format", checkpoint_format(Framework::Megatron, l).format);
   if (l.dp * l.cp > 1 && t.overlap_dp_comm.value_or(true)) {
     add("--overlap-grad-reduce");
     if (l.zero_stage == 1 && overlap_param_gather(t, Framework::Megatron)) add("--overlap-param-gather");
@@ -70,6 +72,8 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
     }
   }
   if (const char* backend = attention_backend(t)) add("--attention-backend", backend);
+  // Megatron's default --transformer-impl is transformer_engine: a site without TE runs the local implementation.
+  if (v.s.cluster.lacks(Kernel::TransformerEngine)) add("--transformer-impl", "local");
   megatron_moe(v, add);
   out.files.push_back({"megatron.args", argv_lines(a)});
   out.notes.push_back("model architecture (--num-layers, --hidden-size, ...), tokenizer, data and checkpoint paths "

@@ -44,6 +44,7 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
     set("trainer.plugins.fp8", "hybrid");
     set("trainer.plugins.fp8_recipe", fp8_recipe_name(v.s));
   }
+  if (v.s.cluster.lacks(Kernel::TransformerEngine)) set("model.config.transformer_impl", "local");
   nemo_moe(v, set);
   out.files.push_back({"nemo.args", argv_lines(o)});
   out.notes.push_back("the recipe (--factory, e.g. llama3_8b) gives the model, tokenizer and data; paratune's "
