@@ -5,8 +5,12 @@
 #include <set>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/framework_checkpoint.h"
 #include "paratune/advisor/scenario_toml.h"
+#include "paratune/tuning/scenario_json.h"
 
 namespace paratune::job {
 
@@ -199,6 +203,9 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.tp) s.parallel.tp = *spec.tp;
   if (spec.pp) s.parallel.pp = *spec.pp;
   if (spec.cp) s.parallel.cp = *spec.cp;
+  if (spec.ep) s.parallel.ep = *spec.ep;  // mixture of experts: validate() refuses them for a dense model
+  if (spec.etp) s.parallel.etp = *spec.etp;
+  if (spec.dispatcher) s.parallel.dispatcher = advisor::dispatcher_from_string(*spec.dispatcher);
   if (spec.mbs) s.parallel.micro_batch = *spec.mbs;
   if (spec.zero) s.parallel.zero_stage = *spec.zero;
   if (spec.recompute) s.parallel.recompute = advisor::recompute_from_string(*spec.recompute);
@@ -206,6 +213,21 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   // facts.gpu may name it (decide()).
   if (advisor::is_gpu_key(s.cluster.gpu)) advisor::validate(s);
   return s;
+}
+
+void apply_resume(advisor::Scenario& s, const std::string& plan_text, const std::string& origin,
+                  std::vector<std::string>& notes) {
+  advisor::ResumeFrom r;
+  r.origin = origin;
+  try {
+    const auto j = nlohmann::json::parse(plan_text);
+    r.framework = advisor::framework_from_string(j.at("framework").at("name").get<std::string>());
+    r.framework_version = j.at("framework").value("version", "");
+    r.layout = tuning::layout_from_json(j.at("plan").at("layout"));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("resume=" + origin + ": not a paratune plan.json (" + e.what() + ")");
+  }
+  for (auto& n : advisor::keep_checkpoint(s, r)) notes.push_back(std::move(n));
 }
 
 void resolve_nvlink_assumption(const probe::Topology& topo, bool policy_sets_domain, advisor::ClusterSpec& c,
