@@ -273,6 +273,7 @@ StepView view_of_step(spank_t sp, const job::JobEnvironment& env, unsigned step)
   if (recorded && env.get("PARATUNE_PLAN")) {
     StepView v = other_step_view(SlurmctldStep{*recorded, "", ""}, std::nullopt, nnodes_item);
     v.partition_source = "the job's partition recorded on this node";
+    v.from_slurmctld = false;
     v.node_list = StepNodes{};  // not needed by a step that inherits the plan: slurmctld is not asked
     return v;
   }

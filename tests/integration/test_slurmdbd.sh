@@ -93,7 +93,23 @@ AccountingStoragePort=$dbd_port
 AccountingStoragePass=$D/munge/munge.socket
 CONF
 slurmdbd || { tail "$D/log/slurmdbd.log"; fail "slurmdbd did not start"; finish; }
-for _ in $(seq 1 600); do grep -q "slurmdbd version .* started" "$D/log/slurmdbd.log" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 1 600); do
+  grep -q "slurmdbd version .* started" "$D/log/slurmdbd.log" 2>/dev/null && break
+  grep -q "fatal:" "$D/log/slurmdbd.log" 2>/dev/null && break
+  sleep 0.1
+done
+if ! grep -q "slurmdbd version .* started" "$D/log/slurmdbd.log" 2>/dev/null; then
+  # Debian 13 (Slurm 24.11.5 with MariaDB 11.8.9, measured): slurmdbd exits at its start, its storage plugin's
+  # check of the server failing in the client library: `select @var := concat('')` gives mysql error 5027 "Number
+  # of columns in result set exceeds maximum allowed number of columns (=0)", then "fatal:
+  # _check_mysql_concat_is_sane: null result". No slurmdbd can run there with Debian's packages, so nothing of
+  # paratune's can be tested against one: skipped, with slurmdbd's own words. Any other failure fails the test.
+  if grep -q "_check_mysql_concat_is_sane" "$D/log/slurmdbd.log" 2>/dev/null; then
+    echo "SKIP: slurmdbd $(slurmdbd -V 2>/dev/null | awk '{print $2}') cannot use this MariaDB ($(mariadbd --version 2>/dev/null | awk '{print $3}')): $(grep -m1 'fatal:' "$D/log/slurmdbd.log")"
+    exit 77
+  fi
+  tail "$D/log/slurmdbd.log"; fail "slurmdbd did not start"; finish
+fi
 echo "slurmdbd up on 127.0.0.1:$dbd_port after $(( $(date +%s) - t_start )) s"
 sacctmgr -i add cluster paratune-test >/dev/null || { tail "$D/log/slurmdbd.log"; fail "sacctmgr add cluster"; finish; }
 
