@@ -42,6 +42,8 @@ for i in 1 2 3 4 5; do
   d=/tmp/paratune-$(( last + i ))
   rm -rf "$d"; mkdir -m 0755 "$d"; chown daemon "$d"; taken+=("$d")
 done
+# Whatever happens below: other tests' jobs with these ids must not find them taken.
+trap 'rm -rf "${taken[@]}"' EXIT
 job=$(as_nobody "$WORK/readonly" --gpus=8 --paratune=gpt3-1.3b "$WORK/job.sh" tmp) || true  # checked below
 plan=$(cat "$WORK/plan-tmp.txt" 2>/dev/null || true)
 echo "job $job: plan $plan"
