@@ -5,8 +5,8 @@
 # the injected environment, the decision (plan file) and the tuning-log line. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --demo  # only what the demo needs; scripts/test.sh installs the rest
+scripts/build.sh --demo        # the plugin and the CLI only; scripts/test.sh builds the tests
 dir=$PWD/build/demo-slurm
 log_dir=$dir/paratune-log
 tests/integration/local_slurm.sh start "$dir" "$PWD/build/plugin/paratune.so" \

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Install what paratune needs to build and test, from Debian 12 packages only (needs root).
 # Skips apt entirely when everything is already there, so repeated runs cost nothing.
+#   scripts/install-deps.sh          everything: build, demo and every test
+#   scripts/install-deps.sh --demo   only what scripts/demo.sh needs (build the plugin and the CLI, run a local Slurm)
 #   scripts/install-deps.sh --list   print the package names only (scripts/debian13.sh installs the same set)
 set -euo pipefail
-packages=(
-  build-essential cmake pkg-config git python3 bzip2 iproute2
+demo_packages=(
+  build-essential cmake pkg-config python3
   libslurm-dev slurmctld slurmd slurm-client munge
   libhwloc-dev libibverbs-dev ibverbs-providers
   libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   libsimdjson-dev  # the CLI's streaming tuning-log reader (tuning/scan); Debian 12: 3.0.1, Debian 13: 3.12.3
+)
+test_packages=(
+  git bzip2 iproute2
   libgtest-dev libgmock-dev libbenchmark-dev
   groff-base man-db
   python3-torch  # tests/integration/test_framework_fsdp.sh: a real PyTorch job (CPU, gloo) under real Slurm
@@ -19,6 +24,8 @@ packages=(
   e2fsprogs mount  # tests/integration/test_fault_decide_timeout.sh: a loop-mounted ext4 image to freeze (a hung
                    # file system); both are in a Debian 12 base system, not in a minimal Debian 13 root
 )
+packages=("${demo_packages[@]}" "${test_packages[@]}")
+[ "${1:-}" = --demo ] && packages=("${demo_packages[@]}")
 if [ "${1:-}" = --list ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()
 for p in "${packages[@]}"; do
