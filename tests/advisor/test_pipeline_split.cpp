@@ -155,3 +155,68 @@ TEST(ParamGather, DefaultsAndMegatronArguments) {
   EXPECT_EQ(args().find("--overlap-param-gather"), std::string::npos) << args();
   EXPECT_NE(args().find("--overlap-grad-reduce"), std::string::npos) << args();  // the control: still overlapped
 }
+
+namespace {
+
+// DeepSeek-V3 on H100 (Megatron, FP8, 1024 GPUs), with a pipeline of p ranks and v chunks.
+paratune::advisor::Layout dsv3_planned(int pp, int v, int* layers_total) {
+  using namespace paratune::advisor;
+  Scenario s;
+  s.model = model_preset("deepseek-v3");
+  s.training.global_batch = 4096;
+  s.training.precision = Precision::Fp8;
+  s.training.framework = Framework::Megatron;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 128;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  Layout l;
+  l.tp = 2; l.pp = pp; l.virtual_stages = v; l.ep = 64; l.dp = 1024 / (2 * pp); l.micro_batch = 1;
+  l.zero_stage = 1; l.sequence_parallel = true; l.recompute = Recompute::Selective; l.dispatcher = Dispatcher::Flex;
+  *layers_total = s.model.layers;
+  return Evaluator(s, Framework::Megatron).with_planned_stages(l);
+}
+
+}  // namespace
+
+// NVIDIA's own DeepSeek-V3 layouts (Megatron-Bridge recipes/deepseek/h100/deepseek_v3.py,
+// _get_deepseek_v3_pipeline_layout): pp 4 -> 16|16|16|13+MTP+loss, pp 8 -> 8|8x6|5+MTP+loss, pp 16 -> 4|4x14|1+MTP+loss
+// (the embedding costs the first rank nothing worth a layer; MTP and the loss about three). The planned split lands
+// within a layer of them.
+TEST(PlannedStages, DeepSeekV3AsNvidiasRecipes) {
+  struct Recipe { int pp, first, last; };
+  for (const Recipe& r : {Recipe{4, 16, 13}, Recipe{8, 8, 5}, Recipe{16, 4, 1}}) {
+    int L = 0;
+    const auto l = dsv3_planned(r.pp, 1, &L);
+    EXPECT_NEAR(l.first_stage_layers, r.first, 1) << "pp " << r.pp;
+    EXPECT_NEAR(l.last_stage_layers, r.last, 1) << "pp " << r.pp;
+    EXPECT_LE(l.first_stage_layers + l.last_stage_layers, L - (r.pp - 2)) << "pp " << r.pp;
+  }
+}
+
+// A planned split is never slower than the framework's own, and a model without a heavy head keeps equal counts.
+TEST(PlannedStages, NeverSlowerThanTheDefaultSplit) {
+  using namespace paratune::advisor;
+  for (const char* preset : {"llama3-70b", "gpt3-175b", "deepseek-v3", "qwen3-235b-a22b"}) {
+    Scenario s;
+    s.model = model_preset(preset);
+    s.training.global_batch = 1024;
+    s.training.framework = Framework::Megatron;
+    s.cluster.gpu = "h100-sxm5-80gb";
+    s.cluster.nodes = 32;
+    s.cluster.gpus_per_node = 8;
+    s.cluster.nic_count = 8;
+    s.cluster.nic_gbps = 400;
+    const Evaluator ev(s, Framework::Megatron);
+    for (int pp : {2, 4, 8}) {
+      Layout l;
+      l.tp = 8; l.pp = pp; l.dp = 256 / (8 * pp); l.micro_batch = 1; l.zero_stage = 1;
+      l.sequence_parallel = true; l.recompute = Recompute::Selective;
+      if (s.model.is_moe()) { l.ep = 8; l.etp = 1; }
+      const Layout planned = ev.with_planned_stages(l);
+      ASSERT_GT(planned.first_stage_layers, 0) << preset << " pp " << pp;
+      EXPECT_LE(ev.evaluate(planned).step_s, ev.evaluate(l).step_s * (1 + 1e-9)) << preset << " pp " << pp;
+    }
+  }
+}
