@@ -369,10 +369,18 @@ job::DecideRequest decide_request(const job::JobEnvironment& env) {
   r.input.fabric = s.fabric;
   // Relative paths from the submit directory; the child reads the file as the job's user.
   if (!s.spec->scenario_file.empty()) r.scenario_path = resolve_path(s.spec->scenario_file, r.input.alloc.submit_dir);
+  r.dir_bases = plan_dir_bases(r.input.alloc.submit_dir);
+  // A resumed run keeps its checkpoints' format: resume=PLAN, or a requeued job's own previous plan (the same job
+  // id and submit directory: its plan directory already holds one; absent on a first run).
+  if (s.spec->resume_plan) {
+    r.resume_path = resolve_path(*s.spec->resume_plan, r.input.alloc.submit_dir);
+  } else if (!r.dir_bases.empty()) {
+    r.resume_path = r.dir_bases.front() + "/paratune-" + s.job.job_id + "/plan.json";
+    r.resume_optional = true;
+  }
   r.mode_changes = s.mode_changes;
   r.user = s.user;
   r.job_id = s.job.job_id;
-  r.dir_bases = plan_dir_bases(r.input.alloc.submit_dir);
   r.timeout_ms = s.config.decide_timeout_ms;
   return r;
 }

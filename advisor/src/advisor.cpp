@@ -1,5 +1,7 @@
 // predict() and advise(): the exhaustive, memory-pruned search over valid layouts.
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/framework_checkpoint.h"
+#include "paratune/advisor/framework_kernels.h"
 
 #include <algorithm>
 #include <chrono>
@@ -386,6 +388,8 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
   if (sp && d.tp == 1 && c.sequence_parallel) return;
   for (const ExpertLayout& x : expert_layouts(s, f, d))
   for (int v : virtual_stage_counts(s, f, d)) {
+    if (limits.max_ep > 0 && x.ep > limits.max_ep) continue;  // the site's caps on expert parallelism
+    if (x.ep * x.etp > 1 && !allowed(limits.dispatchers, x.dispatcher)) continue;
     if (c.virtual_stages && *c.virtual_stages != v) continue;
     for (int z = 0; z <= 3; ++z) {
       if (!supports_zero(f, z, d.pp) || (c.zero_stage && *c.zero_stage != z) || !allowed(limits.zero_stages, z))
@@ -568,6 +572,7 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
     if (i != win)
       plan.alternatives.push_back({st.best[i].f, st.best[i].l, evaluate_ranked(s, ev_for(st.best[i].f), st.best[i])});
   plan.env = synthesize_env(s, plan.framework, plan.layout, plan.prediction.memory_gib_per_gpu);
+  for (auto& n : network_notes(s)) plan.notes.push_back(std::move(n));
   plan.candidates_evaluated = st.evaluated;
   plan.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   plan.notes.push_back(std::to_string(st.evaluated) + " layouts evaluated, " + std::to_string(st.pruned_memory) +
@@ -591,6 +596,8 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   }
   if ((plan.framework == Framework::Fsdp || plan.framework == Framework::Torchtitan) && plan.layout.zero_stage >= 2)
     plan.notes.push_back("CUDA_DEVICE_MAX_CONNECTIONS left unset: FSDP prefetching overlaps best with several queues");
+  for (auto& n : kernel_notes(s, plan)) plan.notes.push_back(std::move(n));  // optional kernels the plan uses
+  plan.notes.push_back(checkpoint_note(plan));  // the format its checkpoints have, what a resumed run may change
   return plan;
 }
 

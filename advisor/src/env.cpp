@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "paratune/advisor/catalog.h"
@@ -19,13 +20,99 @@ bool nccl_has_p2c(const std::string& version) {
   return major > 2 || (major == 2 && (minor > 27 || (minor == 27 && patch >= 3)));
 }
 
+using Add = std::function<void(const char*, std::string, std::string)>;
+
+bool verbs_fabric(const ClusterSpec& c) {
+  return c.fabric_known && (c.fabric == Fabric::InfiniBand || c.fabric == Fabric::RoCE);
+}
+
+// Some active NIC is known only by a placeholder the probe made up (a vendor NCCL topology file without names).
+bool unnamed_nics(const ClusterSpec& c) {
+  return std::any_of(c.nics.begin(), c.nics.end(), [](const NicFacts& n) { return n.active && !n.name_reported; });
+}
+
+// Which devices NCCL uses. Only names the node itself reported may appear here: with the exact-match "=" prefix a
+// name the node does not have leaves NCCL no device at all (it then fails or falls back to sockets).
+void add_device_selection(const ClusterSpec& c, const Add& add) {
+  if (verbs_fabric(c) && !c.nics.empty() && !unnamed_nics(c)) {
+    std::string v = "=";
+    int n = 0;
+    for (const auto& nic : c.nics) {
+      if (!nic.active) continue;
+      v += (n++ ? "," : "") + nic.name + ":" + std::to_string(nic.port);
+    }
+    if (n > 0)
+      add("NCCL_IB_HCA", v,
+          std::to_string(n) + " active compute NIC port(s) in GPU-affinity order, as the node names them; exact match "
+                              "keeps storage or down ports out of NCCL's rings");
+  }
+  if (!c.socket_ifname.empty()) {
+    add("NCCL_SOCKET_IFNAME", c.socket_ifname, "bootstrap/out-of-band traffic on the interface the probe found routable");
+    return;
+  }
+  // A netdev is always a name the node reported (probe::Nic), never a placeholder.
+  for (const auto& nic : c.nics)
+    if (nic.active && !nic.netdev.empty() && c.fabric != Fabric::InfiniBand) {
+      add("NCCL_SOCKET_IFNAME", "=" + nic.netdev, "bootstrap on the compute NIC's netdev (no loopback/docker bridges)");
+      break;
+    }
+}
+
+// What the fabric's own stack needs, each from its vendor's source (README "Cloud fabrics"). Nothing where the
+// fabric is not known: the settings of one would break another.
+void add_fabric_settings(const ClusterSpec& c, const GpuSpec& g, const Add& add) {
+  if (!c.fabric_known) return;
+  if (c.fabric == Fabric::Efa)
+    // FI_EFA_USE_DEVICE_RDMA is left to libfabric: AWS says not to set it with libfabric >= 1.18 and aws-ofi-nccl
+    // >= 1.7 (they enable device RDMA where the EFA generation has it), and it is wrong on EFA without RDMA.
+    add("FI_PROVIDER", "efa",
+        "libfabric's EFA provider for the aws-ofi-nccl net plugin (AWS, aws-ofi-nccl doc/efa-env-var.md: required up "
+        "to aws-ofi-nccl 1.5; later versions make the same choice themselves on EC2, src/platform-aws.cpp)");
+  if (c.fabric == Fabric::Slingshot) {
+    add("FI_PROVIDER", "cxi", "libfabric's CXI provider for HPE Slingshot (aws-ofi-nccl hands FI_PROVIDER to libfabric "
+                              "as its provider filter)");
+    add("NCCL_NET", "AWS Libfabric",
+        "load NCCL's traffic onto the aws-ofi-nccl plugin, which answers to this name (aws-ofi-nccl "
+        "src/nccl_ofi_interface_nvidia.cpp), and fail rather than fall back to TCP sockets where it is missing (CSCS "
+        "Alps NCCL guide for Slingshot)");
+  }
+  const bool azure = c.cloud && *c.cloud == "azure";
+  // Azure's HPC images (azhpc-images components/customizations/ndv4.sh, ndv5.sh) set relaxed PCIe ordering on the
+  // ND A100 v4 and ND H100/H200 v5 VMs, the InfiniBand SKUs of those GPU generations; not on ND V100 v2 (ndv2.sh).
+  if (azure && c.fabric == Fabric::InfiniBand && (g.arch == GpuArch::Ampere || g.arch == GpuArch::Hopper))
+    add("NCCL_IB_PCI_RELAXED_ORDERING", "1",
+        "Azure ND A100 v4 / ND H100 v5: relaxed PCIe ordering for the HCAs passed through to the VM, as Azure's HPC "
+        "images set it (Azure/azhpc-images components/customizations/ndv4.sh, ndv5.sh)");
+  if (azure && c.nccl_topo_file.empty() && !c.topology_nccl_file.empty())
+    add("NCCL_TOPO_FILE", c.topology_nccl_file,
+        "Azure VM: NCCL reads the vendor topology file paratune planned with, as Azure's HPC images point it at theirs "
+        "(Azure/azhpc-images components/customizations/ndv2.sh, ndv4.sh, ndv5.sh, ncv4.sh)");
+}
+
 }  // namespace
+
+std::vector<std::string> network_notes(const Scenario& s) {
+  const ClusterSpec& c = s.cluster;
+  std::vector<std::string> notes;
+  if (unnamed_nics(c))
+    notes.push_back(
+        "NIC device names: the topology source lists the NICs without names (a vendor NCCL topology file gives PCI "
+        "addresses only; nic0, efa0... are paratune's placeholders), so no variable names a device from them "
+        "(NCCL_IB_HCA): a name the node does not have leaves NCCL no device. NCCL's own "
+        "selection is left alone: it takes every active device and ranks them by PCI distance to each GPU (on a VM "
+        "from the vendor's topology file), which is what the list would have said");
+  if (!c.fabric_known && !c.nics.empty())
+    notes.push_back("fabric: the topology source does not say which fabric the NICs are on (no PCI vendor or class "
+                    "ids, no device names): modelled as " + std::string(to_string(c.fabric)) +
+                    "; no fabric-specific NCCL/libfabric variable is set (the site policy's facts.fabric states it)");
+  return notes;
+}
 
 std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Layout& l, double memory_gib) {
   std::vector<EnvSetting> env;
   const ClusterSpec& c = s.cluster;
   const GpuSpec g = effective_gpu(c);
-  auto add = [&](const char* n, std::string v, std::string why) { env.push_back({n, std::move(v), std::move(why)}); };
+  const Add add = [&](const char* n, std::string v, std::string why) { env.push_back({n, std::move(v), std::move(why)}); };
   const bool megatron_like = f == Framework::Megatron || f == Framework::Nemo;
 
   // CUDA_DEVICE_MAX_CONNECTIONS: Megatron's TP/SP (and CP) communication overlap relies on kernels being issued in
@@ -52,28 +139,7 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
   }
 
   // NICs: exact list of the active compute HCAs (ports), in the order the GPUs see them (probe order).
-  const bool verbs = c.fabric == Fabric::InfiniBand || c.fabric == Fabric::RoCE;
-  if (verbs && !c.nics.empty()) {
-    std::string v = "=";
-    int n = 0;
-    for (const auto& nic : c.nics) {
-      if (!nic.active) continue;
-      v += (n++ ? "," : "") + nic.name + ":" + std::to_string(nic.port);
-    }
-    if (n > 0)
-      add("NCCL_IB_HCA", v,
-          std::to_string(n) + " active compute NIC port(s) in GPU-affinity order; exact match keeps storage or down "
-                              "ports out of NCCL's rings");
-  }
-  if (!c.socket_ifname.empty()) {
-    add("NCCL_SOCKET_IFNAME", c.socket_ifname, "bootstrap/out-of-band traffic on the interface the probe found routable");
-  } else if (!c.nics.empty()) {
-    for (const auto& nic : c.nics)
-      if (nic.active && !nic.netdev.empty() && c.fabric != Fabric::InfiniBand) {
-        add("NCCL_SOCKET_IFNAME", "=" + nic.netdev, "bootstrap on the compute NIC's netdev (no loopback/docker bridges)");
-        break;
-      }
-  }
+  add_device_selection(c, add);
   // GPUDirect RDMA: follow the measured GPU-NIC path class (NCCL uses GDR up to NCCL_NET_GDR_LEVEL).
   if (c.nodes > 1 && !c.gpu_nic_path.empty()) {
     const std::string& p = c.gpu_nic_path;
@@ -93,7 +159,7 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
       add("NCCL_NET_GDR_LEVEL", "PHB",
           "some GPUs reach their NIC only across the CPU interconnect (SYS): keep GPUDirect RDMA off for those pairs");
   }
-  if (c.fabric == Fabric::RoCE) {
+  if (verbs_fabric(c) && c.fabric == Fabric::RoCE) {
     for (const auto& nic : c.nics)
       if (nic.active && nic.gid_index) {
         add("NCCL_IB_GID_INDEX", std::to_string(*nic.gid_index),
@@ -102,18 +168,11 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
       }
   }
   // Only when rail alignment was stated: NCCL's default (cross-NIC allowed) is right on fabrics that are not.
-  if (c.nodes > 1 && verbs && c.rail_alignment_known && c.rail_aligned && c.nic_count >= c.gpus_per_node &&
+  if (c.nodes > 1 && verbs_fabric(c) && c.rail_alignment_known && c.rail_aligned && c.nic_count >= c.gpus_per_node &&
       c.gpus_per_node > 1)
     add("NCCL_CROSS_NIC", "0",
         "rail-optimised fabric (one NIC per GPU on its own rail): keep each ring on the same NIC index on every node");
-  if (c.fabric == Fabric::Efa) {
-    add("FI_PROVIDER", "efa", "libfabric provider for AWS EFA (aws-ofi-nccl)");
-    add("FI_EFA_USE_DEVICE_RDMA", "1", "GPUDirect RDMA over EFA (p4d/p5 and later)");
-  }
-  if (c.fabric == Fabric::Slingshot) {
-    add("FI_PROVIDER", "cxi", "libfabric provider for HPE Slingshot (CXI)");
-    add("NCCL_NET", "AWS Libfabric", "NCCL over libfabric through the aws-ofi-nccl plugin on Slingshot");
-  }
+  add_fabric_settings(c, g, add);
   // NVLink SHARP: NCCL enables it by itself where NVSwitch and Fabric Manager support it (NCCL_NVLS_ENABLE's
   // default); paratune only turns it off when its buffers (~1 GiB per GPU) would not fit next to the plan.
   if (g.nvls && c.nvls && c.nvlink_domain > 1 && memory_gib > 0 && g.memory_gib - memory_gib < 1.0)
@@ -124,10 +183,13 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
   // Pipeline point-to-point across nodes: larger network chunks (NeMo PerfEnvPlugin sets 2 MiB).
   const int island = std::max(c.gpus_per_node, c.nvlink_domain);
   const bool ep_across = l.ep > 1 && long(l.ep) * l.etp > island && l.dispatcher != Dispatcher::AllGather;
-  if (l.pp > 1 && (long(l.tp) * l.cp * l.dp >= c.gpus_per_node) && c.nodes > 1)
+  // Not on EFA, nor where the fabric is unknown: aws-ofi-nccl sets its own per-platform chunk size (524288 on
+  // p4d/p5, src/platform-aws.cpp) only where the variable is unset, so a value here would override AWS's tuning.
+  const bool own_chunks = c.fabric_known && c.fabric != Fabric::Efa;
+  if (own_chunks && l.pp > 1 && (long(l.tp) * l.cp * l.dp >= c.gpus_per_node) && c.nodes > 1)
     add("NCCL_P2P_NET_CHUNKSIZE", "2097152",
         "pipeline stages talk across nodes: 2 MiB chunks fill the NIC for activation/gradient sends (NeMo practice)");
-  else if (ep_across && l.dispatcher == Dispatcher::AllToAll)
+  else if (own_chunks && ep_across && l.dispatcher == Dispatcher::AllToAll)
     add("NCCL_P2P_NET_CHUNKSIZE", "2097152",
         "the expert-parallel all-to-all crosses nodes as point-to-point sends of megabytes per peer: 2 MiB chunks "
         "fill the NIC (NCCL's default is 128 KiB)");

@@ -142,6 +142,28 @@ MoeRouter moe_router_from_string(const std::string& s) {
   if (v == "aux_loss_free" || v == "aux-loss-free" || v == "expert_bias" || v == "sigmoid") return MoeRouter::AuxLossFree;
   throw std::invalid_argument("'" + s + "' is not a router; valid: aux_loss, aux_loss_free");
 }
+const char* to_string(Kernel k) {
+  switch (k) {
+    case Kernel::DeepEP: return "deepep";
+    case Kernel::HybridEP: return "hybridep";
+    case Kernel::TransformerEngine: return "te";
+    case Kernel::FlashAttention3: return "flash3";
+  }
+  return "?";
+}
+
+Kernel kernel_from_string(const std::string& s) {
+  for (Kernel k : {Kernel::DeepEP, Kernel::HybridEP, Kernel::TransformerEngine, Kernel::FlashAttention3})
+    if (s == to_string(k)) return k;
+  if (s == "transformer_engine" || s == "transformer-engine") return Kernel::TransformerEngine;
+  if (s == "flash_attn_3" || s == "fa3") return Kernel::FlashAttention3;
+  throw std::invalid_argument("'" + s + "' is not an optional kernel; valid: deepep, hybridep, te, flash3");
+}
+
+bool ClusterSpec::lacks(Kernel k) const {
+  return kernels && std::find(kernels->begin(), kernels->end(), k) == kernels->end();
+}
+
 Dispatcher dispatcher_from_string(const std::string& s) {
   const std::string v = lower(s);
   if (v == "alltoall" || v == "all-to-all" || v == "a2a") return Dispatcher::AllToAll;

@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/framework_kernels.h"
 #include "paratune/advisor/toml_guard.h"
 
 namespace paratune::advisor {
@@ -175,11 +176,27 @@ static void parse_placement(const Ctx& c, const toml::node& node, ClusterSpec& k
   k.placement = p;
 }
 
+// [cluster] kernels = ["deepep", "te", ...]: the optional kernels installed ([] = none of them).
+static void parse_kernels(const Ctx& c, const toml::node& node, ClusterSpec& k) {
+  const char* valid = "a list of deepep, hybridep, te, flash3 (the optional kernels installed; [] = none)";
+  if (!node.is_array()) c.fail(node, "cluster.kernels", std::string("must be ") + valid);
+  k.kernels.emplace();
+  for (const auto& e : *node.as_array()) {
+    const auto name = e.value<std::string>();
+    if (!name) c.fail(e, "cluster.kernels", std::string("must be ") + valid);
+    try {
+      k.kernels->push_back(kernel_from_string(*name));
+    } catch (const std::invalid_argument& ex) {
+      c.fail(e, "cluster.kernels", ex.what());
+    }
+  }
+}
+
 // [cluster]: the hardware, when the scenario file describes it.
 static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
   check_keys(c, cl, "cluster.", {"gpu", "nodes", "gpus_per_node", "nvlink_domain", "nic_count", "nic_gbps", "fabric",
                                   "topology", "nccl_topo_file", "rail_aligned", "nvls", "socket_ifname", "gpu_nic_path",
-                                  "cloud", "gpu_spec", "nic", "placement"});
+                                  "cloud", "gpu_spec", "nic", "placement", "kernels"});
   ClusterSpec& k = s.cluster;
   if (get_str(c, cl, "cluster.", "gpu", k.gpu) && !is_gpu_key(k.gpu) && !cl.get("gpu_spec")) {
     std::string list;
@@ -232,6 +249,7 @@ static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
     }
   }
   if (const toml::node* pl = cl.get("placement")) parse_placement(c, *pl, k);
+  if (const toml::node* ks = cl.get("kernels")) parse_kernels(c, *ks, k);
   apply_cluster_defaults(s, domain_given);
 }
 
@@ -335,6 +353,7 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
     if (get_enum(c, *p, "parallel.", "dispatcher", disp, dispatcher_from_string)) q.dispatcher = disp;
   }
 
+  if (s.cluster.kernels) settle_kernel_defaults(s);  // a stack without TE / FA3 (framework_kernels.h)
   if (cluster == ClusterSource::Caller) return s;  // the caller fills [cluster] and validates
   try {
     validate(s);

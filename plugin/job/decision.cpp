@@ -96,6 +96,8 @@ Decision decide(const DecisionInput& in) {
   d.mode = in.mode;
   d.fingerprint = in.topology.fingerprint.empty() ? probe::compute_fingerprint(in.topology) : in.topology.fingerprint;
   d.scenario = build_scenario(in.spec, in.config, in.alloc, in.topology, in.scenario_text, d.notes);
+  // A resumed run keeps its checkpoint's format and sharding family (the policy below still has the last word).
+  if (!in.resume_text.empty()) apply_resume(d.scenario, in.resume_text, in.resume_origin, d.notes);
   // The site has the last word: its facts replace the probe's, its caps replace the user's constraints.
   d.policy_changes = policies::apply_to_scenario(in.policy, d.scenario);
   resolve_nvlink_assumption(in.topology, in.policy.facts.nvlink_domain.has_value(), d.scenario.cluster, d.notes);

@@ -26,6 +26,7 @@ struct DecisionInput {
   Allocation alloc;
   probe::Topology topology;
   std::string scenario_text;            // content of @FILE, read by the caller as the job's user
+  std::string resume_text, resume_origin;  // a previous plan.json (resume=PLAN or the requeued job's own), if any
   policies::EffectivePolicy policy;     // the site policy for the job's partition (default: none)
   Mode mode = Mode::Apply;              // as decided by policies::decide_mode
   std::optional<advisor::Calibration> calibration;  // the site's fitted efficiencies, when present

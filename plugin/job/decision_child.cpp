@@ -56,6 +56,14 @@ json assignments_json(const std::vector<EnvAssignment>& v) {
 DecidedJob decide_and_write(const DecideRequest& request) {
   DecisionInput in = request.input;
   if (!request.scenario_path.empty()) in.scenario_text = read_bounded(request.scenario_path, kMaxScenarioBytes);
+  if (!request.resume_path.empty()) {
+    try {
+      in.resume_text = read_bounded(request.resume_path, kMaxScenarioBytes);
+      in.resume_origin = request.resume_path;
+    } catch (const std::exception&) {
+      if (!request.resume_optional) throw;  // resume=PLAN names a file that must be there
+    }
+  }
   Decision d = decide(in);
   d.policy_changes.insert(d.policy_changes.begin(), request.mode_changes.begin(), request.mode_changes.end());
   // Plan the environment first (the policy's changes belong in the plan file), then write, then the final plan.

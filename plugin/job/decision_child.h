@@ -18,6 +18,8 @@ namespace paratune::job {
 struct DecideRequest {
   DecisionInput input;                     // input.scenario_text is ignored: the child reads scenario_path
   std::string scenario_path;               // the resolved @FILE path; "" when the option names none
+  std::string resume_path;                 // resume=PLAN resolved, or a requeued job's previous plan.json; "" none
+  bool resume_optional = false;            // the job's own earlier plan: absent means a first run, not an error
   std::vector<policies::PolicyChange> mode_changes;  // what the policy changed while deciding the mode
   JobUser user;
   std::string job_id;

@@ -15,8 +15,8 @@ namespace {
 constexpr size_t kMaxSpecLength = 4096;
 constexpr size_t kMaxTokens = 32;
 constexpr const char* kValidKeys =
-    "model, seq, gbs, mbs, framework, framework_version, mode, precision, tp, pp, cp, zero, recompute, attention, "
-    "fp8_recipe, compile, tp_overlap";
+    "model, seq, gbs, mbs, framework, framework_version, mode, precision, tp, pp, cp, ep, etp, dispatcher, zero, "
+    "recompute, attention, fp8_recipe, compile, tp_overlap, resume";
 
 std::string join_presets() {
   std::string out;
@@ -71,6 +71,14 @@ auto checked(std::string_view token, std::string_view value, Parse parse) {
   }
 }
 
+// resume=PLAN: a path (the SPEC's commas end it; a NUL or a huge one never reaches the file system).
+std::string resume_path(std::string_view token, std::string_view value) {
+  if (value.size() > 1024 || value.find('\0') != std::string_view::npos)
+    throw SpecError("--paratune: '" + shown(token) + "': resume takes the path of a previous plan.json (at most "
+                    "1024 bytes, no NUL)");
+  return std::string(value);
+}
+
 bool yes_no(const std::string& v) {
   if (v == "yes" || v == "true" || v == "1" || v == "on") return true;
   if (v == "no" || v == "false" || v == "0" || v == "off") return false;
@@ -89,6 +97,9 @@ void apply_key(OptionSpec& spec, std::string_view token) {
   else if (key == "tp") spec.tp = parse_int(key, value, 1, 1024);
   else if (key == "pp") spec.pp = parse_int(key, value, 1, 1024);
   else if (key == "cp") spec.cp = parse_int(key, value, 1, 1024);
+  else if (key == "ep") spec.ep = parse_int(key, value, 1, 1 << 16);
+  else if (key == "etp") spec.etp = parse_int(key, value, 1, 1024);
+  else if (key == "dispatcher") spec.dispatcher = advisor::to_string(checked(token, value, advisor::dispatcher_from_string));
   else if (key == "zero") spec.zero = parse_int(key, value, 0, 3);
   else if (key == "framework") spec.framework = advisor::to_string(checked(token, value, advisor::framework_from_string));
   else if (key == "framework_version") spec.framework_version = std::string(value.substr(0, 64));
@@ -98,6 +109,7 @@ void apply_key(OptionSpec& spec, std::string_view token) {
   else if (key == "fp8_recipe") spec.fp8_recipe = advisor::to_string(checked(token, value, advisor::fp8_recipe_from_string));
   else if (key == "compile") spec.compile = checked(token, value, yes_no);
   else if (key == "tp_overlap") spec.tp_overlap = checked(token, value, yes_no);
+  else if (key == "resume") spec.resume_plan = resume_path(token, value);
   else if (key == "mode") spec.mode = checked(token, value, [](const std::string& v) { return mode_from_string(v); });
   else {
     throw SpecError("--paratune: unknown key '" + shown(key) + "' in '" + shown(token) +
@@ -151,7 +163,8 @@ OptionSpec parse_option_spec(std::string_view text) {
 const char* option_usage() {
   return "Let paratune choose the parallel layout and NCCL settings. SPEC: empty (site default), a model preset "
          "(e.g. llama3-70b), key=value,... (model, seq, gbs, mbs, framework, framework_version, mode=apply|suggest|off, "
-         "precision, tp, pp, cp, zero, recompute, attention, fp8_recipe, compile=yes|no, tp_overlap=yes|no), or @FILE (a "
+         "precision, tp, pp, cp, ep, etp, dispatcher=alltoall|allgather|flex, zero, recompute, attention, fp8_recipe, "
+         "compile=yes|no, tp_overlap=yes|no, resume=PLAN.json: keep that run's checkpoint format), or @FILE (a "
          "scenario TOML file).";
 }
 

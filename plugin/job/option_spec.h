@@ -2,10 +2,12 @@
 //
 //   --paratune                      the site/default scenario
 //   --paratune=PRESET               a model preset from the catalog, e.g. llama3-70b
-//   --paratune=key=value,...        keys: model seq gbs mbs framework mode precision tp pp cp zero recompute
-//                                   attention fp8_recipe compile tp_overlap framework_version
+//   --paratune=key=value,...        keys: model seq gbs mbs framework mode precision tp pp cp ep etp dispatcher
+//                                   zero recompute attention fp8_recipe compile tp_overlap framework_version
 //   --paratune=PRESET,key=value...  a preset refined by keys
 //   --paratune=@FILE                a scenario TOML file
+//   resume=PLAN (a key)             the plan.json of the run whose checkpoints this one loads: the plan keeps
+//                                   its checkpoint format and sharding family (framework_checkpoint.h)
 #pragma once
 
 #include <map>
@@ -31,10 +33,11 @@ struct OptionSpec {
   std::string raw;                         // what the user typed ("" for bare --paratune)
   std::string scenario_file;               // @FILE
   std::optional<std::string> model;        // preset key
-  std::optional<int> seq, gbs, mbs, tp, pp, cp, zero;
-  std::optional<std::string> framework, framework_version, precision, recompute, attention, fp8_recipe;
+  std::optional<int> seq, gbs, mbs, tp, pp, cp, zero, ep, etp;
+  std::optional<std::string> framework, framework_version, precision, recompute, attention, fp8_recipe, dispatcher;
   std::optional<bool> compile, tp_overlap;
   std::optional<Mode> mode;
+  std::optional<std::string> resume_plan;  // resume=PLAN: a previous plan.json (relative: the submit directory)
 };
 
 // Parse and validate; throws SpecError whose message names the bad token and lists what is valid.

@@ -1,11 +1,16 @@
 #include "scenario_builder.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "paratune/advisor/catalog.h"
+#include "paratune/advisor/framework_checkpoint.h"
 #include "paratune/advisor/scenario_toml.h"
+#include "paratune/tuning/scenario_json.h"
 
 namespace paratune::job {
 
@@ -19,14 +24,92 @@ int path_rank(const std::string& p) {
   return 5;  // unknown / no NIC
 }
 
-advisor::Fabric fabric_of(const probe::Nic& nic) {
-  // EFA: Amazon's PCI vendor id (probe names them rdmapNsM live, efaK from NCCL topology files).
-  if (nic.vendor_id == 0x1d0f || nic.name.rfind("rdmap", 0) == 0 || nic.name.rfind("efa", 0) == 0)
-    return advisor::Fabric::Efa;
-  if (nic.name.rfind("hfi1", 0) == 0) return advisor::Fabric::OmniPath;
-  if (nic.name.rfind("cxi", 0) == 0 || nic.name.rfind("bxi", 0) == 0) return advisor::Fabric::Slingshot;
+// The fabric a NIC is on, from facts only: PCI vendor (0x1d0f Amazon EFA, 0x17db HPE Slingshot), link layer (PCI
+// class 0x0207 or ibverbs), a name the node reported. A placeholder name with neither (AWS p5's file lists bare
+// PCI addresses) says nothing: nullopt.
+std::optional<advisor::Fabric> fabric_of(const probe::Nic& nic) {
+  const bool named = nic.name_reported;
+  if (nic.vendor_id == 0x1d0f || (named && nic.name.rfind("rdmap", 0) == 0)) return advisor::Fabric::Efa;
+  if (nic.vendor_id == 0x17db || (named && (nic.name.rfind("cxi", 0) == 0 || nic.name.rfind("bxi", 0) == 0)))
+    return advisor::Fabric::Slingshot;
+  if (named && nic.name.rfind("hfi1", 0) == 0) return advisor::Fabric::OmniPath;
+  // A <net> that is an IP interface (NCCL's socket transport: "eth0" in Azure NCv4's file), not an RDMA device.
+  if (named && !nic.netdev.empty() && nic.name == nic.netdev && !nic.link_layer) return advisor::Fabric::Ethernet;
   if (nic.link_layer && *nic.link_layer == "ethernet") return advisor::Fabric::RoCE;
-  return advisor::Fabric::InfiniBand;
+  if (nic.link_layer && *nic.link_layer == "infiniband") return advisor::Fabric::InfiniBand;
+  if (named) return advisor::Fabric::InfiniBand;  // an OpenFabrics device whose link layer the source leaves out
+  return std::nullopt;
+}
+
+bool compute_nic(const probe::Nic& nic) { return nic.role != "storage" && nic.role != "management"; }
+bool active_nic(const probe::Nic& nic) { return !nic.state || *nic.state == "active"; }
+
+// NCCL runs one transport: the fabric of most active compute NICs (the first seen on a tie). nullopt: no fact says.
+std::optional<advisor::Fabric> node_fabric(const probe::Topology& topo) {
+  std::vector<std::pair<advisor::Fabric, int>> counts;
+  for (const auto& nic : topo.nics) {
+    const auto f = compute_nic(nic) && active_nic(nic) ? fabric_of(nic) : std::nullopt;
+    if (!f) continue;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == *f; });
+    if (it == counts.end()) counts.push_back({*f, 1});
+    else ++it->second;
+  }
+  if (counts.empty()) return std::nullopt;
+  return std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+// Compute NICs: active (or of unknown state, as in XML dumps) and not storage/management, on the node's fabric.
+void add_compute_nics(const probe::Topology& topo, const std::vector<const probe::Gpu*>& gpus, advisor::ClusterSpec& c,
+                      std::vector<std::string>& notes) {
+  const auto fabric = node_fabric(topo);
+  c.fabric = fabric.value_or(advisor::Fabric::InfiniBand);
+  c.fabric_known = fabric.has_value();
+  double min_rate = 0;
+  int other_fabric = 0;
+  for (const auto& nic : topo.nics) {
+    if (!compute_nic(nic)) continue;
+    const auto f = fabric_of(nic);
+    if (f && fabric && *f != *fabric) {
+      other_fabric += active_nic(nic);
+      continue;
+    }
+    const bool active = active_nic(nic);
+    advisor::NicFacts n;
+    n.name = nic.name;
+    n.name_reported = nic.name_reported;
+    n.port = nic.port;
+    n.active = active;
+    n.netdev = nic.netdev;
+    n.gid_index = nic.gid_index;
+    n.gbps = nic.rate_gbps.value_or(0);
+    // The path class from this NIC to its nearest allocated GPU.
+    std::string best;
+    for (auto* g : gpus)
+      if (std::find(g->nearest_nics.begin(), g->nearest_nics.end(), nic.name) != g->nearest_nics.end() &&
+          (best.empty() || path_rank(g->nic_path) < path_rank(best)))
+        best = g->nic_path;
+    n.gpu_path = best;
+    c.nics.push_back(n);
+    if (!active) continue;
+    ++c.nic_count;
+    if (nic.rate_gbps) min_rate = min_rate == 0 ? *nic.rate_gbps : std::min(min_rate, *nic.rate_gbps);
+  }
+  if (other_fabric > 0)
+    notes.push_back(std::to_string(other_fabric) + " active NIC(s) of another fabric left out: NCCL's traffic runs on " +
+                    advisor::to_string(c.fabric) + " (most of the node's compute NICs)");
+  if (c.nic_count > 0 && min_rate == 0) {
+    min_rate = 100;
+    notes.push_back("NIC rate unknown in the topology source; assumed 100 Gb/s per NIC");
+  }
+  c.nic_gbps = min_rate;
+  if (c.nodes > 1 && c.nic_count == 0)
+    notes.push_back("no compute NIC found: inter-node traffic modelled over a 25 Gb/s Ethernet fallback");
+  if (c.nodes > 1 && c.nic_count == 0) {
+    c.fabric = advisor::Fabric::Ethernet;
+    c.nic_count = 1;
+    c.nic_gbps = 25;
+  }
 }
 
 }  // namespace
@@ -73,52 +156,13 @@ advisor::ClusterSpec cluster_from_topology(const probe::Topology& topo, const Al
                     "); planned with this node's " + std::to_string(c.nvlink_domain) +
                     " (whether the job's nodes share one NVLink domain is not known here)");
 
-  // Compute NICs: active (or of unknown state, as in XML dumps) and not storage/management.
-  double min_rate = 0;
-  bool have_fabric = false;
-  for (const auto& nic : topo.nics) {
-    if (nic.role == "storage" || nic.role == "management") continue;
-    const bool active = !nic.state || *nic.state == "active";
-    advisor::NicFacts f;
-    f.name = nic.name;
-    f.port = nic.port;
-    f.active = active;
-    f.netdev = nic.netdev;
-    f.gid_index = nic.gid_index;
-    f.gbps = nic.rate_gbps.value_or(0);
-    // The path class from this NIC to its nearest allocated GPU.
-    std::string best;
-    for (auto* g : gpus)
-      if (std::find(g->nearest_nics.begin(), g->nearest_nics.end(), nic.name) != g->nearest_nics.end() &&
-          (best.empty() || path_rank(g->nic_path) < path_rank(best)))
-        best = g->nic_path;
-    f.gpu_path = best;
-    c.nics.push_back(f);
-    if (!active) continue;
-    ++c.nic_count;
-    if (nic.rate_gbps) min_rate = min_rate == 0 ? *nic.rate_gbps : std::min(min_rate, *nic.rate_gbps);
-    if (!have_fabric) {
-      c.fabric = fabric_of(nic);
-      have_fabric = true;
-    }
-  }
-  if (c.nic_count > 0 && min_rate == 0) {
-    min_rate = 100;
-    notes.push_back("NIC rate unknown in the topology source; assumed 100 Gb/s per NIC");
-  }
-  c.nic_gbps = min_rate;
-  if (c.nodes > 1 && c.nic_count == 0)
-    notes.push_back("no compute NIC found: inter-node traffic modelled over a 25 Gb/s Ethernet fallback");
-  if (c.nodes > 1 && c.nic_count == 0) {
-    c.fabric = advisor::Fabric::Ethernet;
-    c.nic_count = 1;
-    c.nic_gbps = 25;
-  }
+  add_compute_nics(topo, gpus, c, notes);
   std::string worst;
   for (auto* g : gpus)
     if (!g->nic_path.empty() && (worst.empty() || path_rank(g->nic_path) > path_rank(worst))) worst = g->nic_path;
   c.gpu_nic_path = worst;
   c.cloud = topo.cloud;
+  c.topology_nccl_file = topo.nccl_topo_file;
   return c;
 }
 
@@ -159,6 +203,9 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.tp) s.parallel.tp = *spec.tp;
   if (spec.pp) s.parallel.pp = *spec.pp;
   if (spec.cp) s.parallel.cp = *spec.cp;
+  if (spec.ep) s.parallel.ep = *spec.ep;  // mixture of experts: validate() refuses them for a dense model
+  if (spec.etp) s.parallel.etp = *spec.etp;
+  if (spec.dispatcher) s.parallel.dispatcher = advisor::dispatcher_from_string(*spec.dispatcher);
   if (spec.mbs) s.parallel.micro_batch = *spec.mbs;
   if (spec.zero) s.parallel.zero_stage = *spec.zero;
   if (spec.recompute) s.parallel.recompute = advisor::recompute_from_string(*spec.recompute);
@@ -166,6 +213,21 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   // facts.gpu may name it (decide()).
   if (advisor::is_gpu_key(s.cluster.gpu)) advisor::validate(s);
   return s;
+}
+
+void apply_resume(advisor::Scenario& s, const std::string& plan_text, const std::string& origin,
+                  std::vector<std::string>& notes) {
+  advisor::ResumeFrom r;
+  r.origin = origin;
+  try {
+    const auto j = nlohmann::json::parse(plan_text);
+    r.framework = advisor::framework_from_string(j.at("framework").at("name").get<std::string>());
+    r.framework_version = j.at("framework").value("version", "");
+    r.layout = tuning::layout_from_json(j.at("plan").at("layout"));
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("resume=" + origin + ": not a paratune plan.json (" + e.what() + ")");
+  }
+  for (auto& n : advisor::keep_checkpoint(s, r)) notes.push_back(std::move(n));
 }
 
 void resolve_nvlink_assumption(const probe::Topology& topo, bool policy_sets_domain, advisor::ClusterSpec& c,

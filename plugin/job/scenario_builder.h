@@ -29,6 +29,13 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
 void resolve_nvlink_assumption(const probe::Topology& topo, bool policy_sets_domain, advisor::ClusterSpec& c,
                                std::vector<std::string>& notes);
 
+// A resumed run (resume=PLAN, or a requeued job's own previous plan): the scenario constrained to plans that load
+// that plan's checkpoints (advisor::keep_checkpoint), what was kept and why appended to `notes`. `plan_text` is the
+// previous plan.json, read by the caller as the job's user; throws std::invalid_argument naming `origin` when it
+// is not a paratune plan file.
+void apply_resume(advisor::Scenario& s, const std::string& plan_text, const std::string& origin,
+                  std::vector<std::string>& notes);
+
 // The default global batch when the user gave none: about 4 Mi tokens, at least one sequence per GPU.
 int default_global_batch(int seq_len, int total_gpus);
 

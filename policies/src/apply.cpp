@@ -62,6 +62,8 @@ void overlay(EffectivePolicy& p, const PolicyLayer& L) {
   take(L.max_tp, l.max_tp, o, "limits.max_tp", s);
   take(L.max_pp, l.max_pp, o, "limits.max_pp", s);
   take(L.max_cp, l.max_cp, o, "limits.max_cp", s);
+  take(L.max_ep, l.max_ep, o, "limits.max_ep", s);
+  take(L.dispatchers, l.dispatchers, o, "limits.dispatchers", s);
   take(L.min_micro_batch, l.min_micro_batch, o, "limits.min_micro_batch", s);
   take(L.max_micro_batch, l.max_micro_batch, o, "limits.max_micro_batch", s);
   take(L.memory_headroom_gib, l.memory_headroom_gib, o, "limits.memory_headroom_gib", s);
@@ -82,6 +84,7 @@ void overlay(EffectivePolicy& p, const PolicyLayer& L) {
   take_opt(L.facts.nccl_topo_file, f.nccl_topo_file, o, "facts.nccl_topo_file", s);
   take_opt(L.facts.nvls, f.nvls, o, "facts.nvls", s);
   take_opt(L.facts.leaf_oversubscription, f.leaf_oversubscription, o, "facts.leaf_oversubscription", s);
+  take_opt(L.facts.kernels, f.kernels, o, "facts.kernels", s);
 
   EnvRules& e = p.env;
   for (const auto& [name, value] : L.force) {
@@ -262,10 +265,12 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
       c.nvlink_domain = dom;
     }
   }
-  if (f.fabric && *f.fabric != c.fabric) {
-    ch.push_back({std::string("fabric ") + advisor::to_string(*f.fabric) + " (probe: " + advisor::to_string(c.fabric) + ")",
+  if (f.fabric && (*f.fabric != c.fabric || !c.fabric_known)) {
+    ch.push_back({std::string("fabric ") + advisor::to_string(*f.fabric) + " (probe: " +
+                      (c.fabric_known ? advisor::to_string(c.fabric) : "not known") + ")",
                   p.where("facts.fabric")});
     c.fabric = *f.fabric;
+    c.fabric_known = true;
   }
   if (f.nccl_topo_file && *f.nccl_topo_file != c.nccl_topo_file) {
     ch.push_back({"NCCL topology file " + *f.nccl_topo_file +
@@ -349,6 +354,7 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
       q.micro_batch.reset();
     }
   }
+  detail::apply_kernels_and_experts(p, s, ch);
   return ch;
 }
 
@@ -434,6 +440,8 @@ std::string summary(const EffectivePolicy& p) {
   if (l.max_tp) lim.push_back("max_tp " + std::to_string(l.max_tp));
   if (l.max_pp) lim.push_back("max_pp " + std::to_string(l.max_pp));
   if (l.max_cp) lim.push_back("max_cp " + std::to_string(l.max_cp));
+  if (l.max_ep) lim.push_back("max_ep " + std::to_string(l.max_ep));
+  if (!l.dispatchers.empty()) lim.push_back("dispatchers [" + list_enums(l.dispatchers) + "]");
   if (!l.zero_stages.empty()) lim.push_back("zero_stages [" + list_ints(l.zero_stages) + "]");
   if (!l.recompute_modes.empty()) lim.push_back("recompute [" + list_enums(l.recompute_modes) + "]");
   if (!l.frameworks.empty()) lim.push_back("frameworks [" + list_enums(l.frameworks) + "]");
@@ -456,6 +464,7 @@ std::string summary(const EffectivePolicy& p) {
   if (f.nccl_topo_file) facts.push_back("nccl_topo_file " + *f.nccl_topo_file);
   if (f.nvls) facts.push_back(std::string("nvls ") + (*f.nvls ? "true" : "false"));
   if (f.leaf_oversubscription) facts.push_back("leaf_oversubscription " + fmt_number(*f.leaf_oversubscription));
+  if (f.kernels) facts.push_back("kernels installed [" + list_enums(*f.kernels) + "]");
   line("facts: " + (facts.empty() ? std::string("none (the probe decides)") : join(facts)));
   const EnvRules& e = p.env;
   std::vector<std::string> env;

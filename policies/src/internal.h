@@ -29,4 +29,9 @@ inline std::string join(const std::vector<std::string>& v, const char* sep = ", 
 std::string fmt_number(double v);
 std::string fmt_octal_mode(unsigned mode);  // "0640"
 
+// facts.kernels, limits.max_ep and limits.dispatchers applied to the scenario (apply_kernels.cpp): the installed
+// kernels into the cluster, the defaults a stack without TE / FA3 runs, and the user's settings that break them
+// removed; each change appended to `ch`.
+void apply_kernels_and_experts(const EffectivePolicy& p, advisor::Scenario& s, std::vector<PolicyChange>& ch);
+
 }  // namespace paratune::policies::detail

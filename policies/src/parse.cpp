@@ -52,9 +52,12 @@ constexpr const char* kSectionKeys =
     "suspect_ratio, framework_version, env, limits, facts, log";
 constexpr const char* kEnvKeys = "force, default, forbid, allow_override, applies_to";
 constexpr const char* kLimitKeys =
-    "max_tp, max_pp, max_cp, zero_stages, recompute, frameworks, min_micro_batch, max_micro_batch, "
-    "memory_headroom_gib";
-constexpr const char* kFactKeys = "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription";
+    "max_tp, max_pp, max_cp, max_ep, dispatchers, zero_stages, recompute, frameworks, min_micro_batch, "
+    "max_micro_batch, memory_headroom_gib";
+constexpr const char* kFactKeys =
+    "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels";
+constexpr const char* kDispatchers = "alltoall, allgather, flex";
+constexpr const char* kKernels = "deepep, hybridep, te, flash3";
 constexpr const char* kLogKeys = "tuning_log, mode, group";
 constexpr const char* kModes = "apply, suggest, off";
 constexpr const char* kFrameworks = "megatron, deepspeed, fsdp, torchtitan, nemo";
@@ -573,6 +576,23 @@ class Parser {
     }
   }
 
+  // A list of names, each parsed by `from` (which throws for an unknown one).
+  template <typename E, typename From>
+  std::optional<std::vector<E>> enum_list(const toml::node& v, const std::string& p, const char* valid,
+                                          bool non_empty, From from) {
+    const std::string what = std::string(non_empty ? "a non-empty list from " : "a list from ") + valid;
+    return get_array<E>(v, p, what, non_empty, [&](const toml::node& e, const std::string& ep) -> std::optional<E> {
+      auto s = get_string(e, ep, valid);
+      if (!s) return std::nullopt;
+      try {
+        return from(*s);
+      } catch (const std::invalid_argument&) {
+        error(e, ep, "got " + quote(*s), valid);
+        return std::nullopt;
+      }
+    });
+  }
+
   void parse_limits(const toml::table& t, const std::string& path, PolicyLayer& L) {
     for (auto&& [k, v] : t) {
       const std::string key(k.str());
@@ -584,6 +604,11 @@ class Parser {
         set = assign(L.max_pp, get_int(v, p, 1, 1024));
       } else if (key == "max_cp") {
         set = assign(L.max_cp, get_int(v, p, 1, 1024));
+      } else if (key == "max_ep") {
+        set = assign(L.max_ep, get_int(v, p, 1, 1 << 16));
+      } else if (key == "dispatchers") {
+        set = assign(L.dispatchers, enum_list<advisor::Dispatcher>(v, p, kDispatchers, true,
+                                                                   advisor::dispatcher_from_string));
       } else if (key == "min_micro_batch") {
         set = assign(L.min_micro_batch, get_int(v, p, 1, 65536));
       } else if (key == "max_micro_batch") {
@@ -681,6 +706,8 @@ class Parser {
         }
       } else if (key == "nvls") {
         set = assign(f.nvls, get_bool(v, p));
+      } else if (key == "kernels") {  // [] = none installed
+        set = assign(f.kernels, enum_list<advisor::Kernel>(v, p, kKernels, false, advisor::kernel_from_string));
       } else if (key == "leaf_oversubscription") {
         set = assign(f.leaf_oversubscription, get_number(v, p, 1, 64, false, "a ratio 1 ... 64 (1 = non-blocking, 2 = 2:1)"));
       } else {

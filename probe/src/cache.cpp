@@ -16,6 +16,10 @@ namespace paratune::probe {
 
 namespace {
 
+// 2: NICs carry name_reported and the topology its nccl_topo_file; a format-1 entry is probed again rather than
+// read with those facts missing (a cache of the same boot survives a package upgrade).
+constexpr int kCacheFormat = 2;
+
 struct Fd {
   int fd = -1;
   ~Fd() {
@@ -183,7 +187,9 @@ Topology probe_cached(const ProbeOptions& options, const CacheOptions& cache, Ca
     } else {
       try {
         auto j = nlohmann::json::parse(*text);
-        if (j.value("boot_id", "") != boot_id) r.reason = "other boot";
+        if (!j.is_object() || !j.contains("paratune_probe_cache") || j["paratune_probe_cache"] != kCacheFormat)
+          r.reason = "other cache format";
+        else if (j.value("boot_id", "") != boot_id) r.reason = "other boot";
         else if (j.value("source", "") != src) r.reason = "other source";
         else if (j.value("devices", std::vector<std::string>{}) != devices) r.reason = "device list changed";
         else {
@@ -205,7 +211,7 @@ Topology probe_cached(const ProbeOptions& options, const CacheOptions& cache, Ca
   Topology t = probe(all);
   if (cache.write && !cache.path.empty() && !boot_id.empty() && ::geteuid() == cache.owner_uid) {
     nlohmann::ordered_json j;
-    j["paratune_probe_cache"] = 1;
+    j["paratune_probe_cache"] = kCacheFormat;
     j["boot_id"] = boot_id;
     j["source"] = src;
     j["devices"] = devices;

@@ -482,6 +482,7 @@ void add_slingshot_nic(hwloc_topology_t topo, hwloc_obj_t o, std::vector<NicObj>
   NicObj n;
   n.pci = pci;
   n.nic.name = netdev.rfind("hsi", 0) == 0 ? "cxi" + netdev.substr(3) : netdev;
+  n.nic.name_reported = n.nic.name == netdev;  // "cxiN" is inferred from "hsiN", not a name the node gave
   n.nic.netdev = netdev;
   n.nic.pci_bus_id = busid_of(pci);
   n.nic.vendor_id = kHpeCrayVendor;

@@ -124,6 +124,15 @@ struct Reader {
   }
 };
 
+// Output written before "name_reported" existed. Such JSON came from a probe, and a probe on the node reports the
+// names it found, so a name counts as reported, except the placeholders older versions made up for the unnamed
+// HCAs of a vendor NCCL topology file: source "nccl-topo" and exactly "nic<i>" or "efa<i>", i its place in "nics".
+bool legacy_placeholder(const std::string& source, const std::string& name, size_t index) {
+  if (source != "nccl-topo") return false;
+  const std::string i = std::to_string(index);
+  return name == "nic" + i || name == "efa" + i;
+}
+
 }  // namespace
 
 std::string to_json(const Topology& t, int indent) {
@@ -164,6 +173,7 @@ std::string to_json(const Topology& t, int indent) {
     o["numa"] = n.numa;
     o["role"] = n.role;
     o["gid_index"] = opt(n.gid_index);
+    o["name_reported"] = n.name_reported;
     nics.push_back(std::move(o));
   }
   j["gpu_paths"] = t.gpu_paths;
@@ -173,6 +183,7 @@ std::string to_json(const Topology& t, int indent) {
   j["nvlink_gbps_per_gpu"] = opt(t.nvlink_gbps_per_gpu);
   if (t.nvlink_unknown) j["nvlink_unknown"] = true;
   if (t.nvlink_domain_span > 0) j["nvlink_domain_span"] = t.nvlink_domain_span;
+  if (!t.nccl_topo_file.empty()) j["nccl_topo_file"] = t.nccl_topo_file;
   j["inferred"] = t.inferred;
   j["warnings"] = t.warnings;
   // Names and info strings come from files (hwloc XML, NCCL topology files) and may hold bytes that are not
@@ -253,6 +264,8 @@ Topology from_json(const std::string& text, const std::string& origin) {
     n.numa = r.int_or(o, p, "numa", -1);
     n.role = r.str_or(o, p, "role", "unknown");
     n.gid_index = r.opt_int(o, p, "gid_index");
+    n.name_reported = o.contains("name_reported") ? r.boolean(o, p, "name_reported")
+                                                  : !legacy_placeholder(t.source, n.name, i);
     t.nics.push_back(std::move(n));
   }
   t.gpu_paths = r.string_matrix(j, "", "gpu_paths", false);
@@ -301,6 +314,7 @@ Topology from_json(const std::string& text, const std::string& origin) {
     t.nvlink_unknown = j["nvlink_unknown"].get<bool>();
   }
   t.nvlink_domain_span = r.int_or(j, "", "nvlink_domain_span", 0);
+  t.nccl_topo_file = r.str_or(j, "", "nccl_topo_file", "");
   if (t.nvlink_domain_span < 0 || t.nvlink_domain_span > 1000000) r.fail("nvlink_domain_span", "expected 0 ... 1000000");
   t.inferred = r.strings(j, "", "inferred", false);
   t.warnings = r.strings(j, "", "warnings", false);

@@ -450,8 +450,9 @@ void add_nics(const std::vector<Dev>& devs, std::vector<Dev>& nic_devs, Topology
       n.pci_bus_id = d.busid;
       n.vendor_id = d.vendor;
       n.numa = d.numa;
-      n.name = net && !net->attr("name").empty() ? net->attr("name")
-                                                 : std::string(d.vendor == 0x1d0f ? "efa" : "nic") + std::to_string(k);
+      // Vendor files for VMs list the HCAs by PCI address only: the name is then a placeholder (never a device name).
+      n.name_reported = net && !net->attr("name").empty();
+      n.name = n.name_reported ? net->attr("name") : std::string(d.vendor == 0x1d0f ? "efa" : "nic") + std::to_string(k);
       if (net) {
         char* end = nullptr;
         const auto sp = net->attr("speed");
@@ -459,9 +460,11 @@ void add_nics(const std::vector<Dev>& devs, std::vector<Dev>& nic_devs, Topology
         // NCCL writes Mb/s; RCCL's Slingshot (cxi) entries are in kb/s (200000000 for 200 Gb/s).
         if (!sp.empty() && end && !*end && mbps > 0 && mbps < 1e8) n.rate_gbps = mbps / 1000.0;
         else if (!sp.empty() && end && !*end && mbps >= 1e8 && mbps < 1e11) n.rate_gbps = mbps / 1e6;
+        // NCCL writes the ibverbs port number (1-based: ncclIbGetProperties, props->port = portNum + realPort) for
+        // IB/RoCE devices and 0 for sockets; NCCL_IB_HCA's ":port" is that same ibverbs number.
         const auto port = net->attr("port");
         const long p = std::strtol(port.c_str(), &end, 10);
-        if (!port.empty() && end && !*end && p >= 0 && p < 256) n.port = static_cast<int>(p) + 1;  // NCCL: 0-based
+        if (!port.empty() && end && !*end && p >= 1 && p < 256) n.port = static_cast<int>(p);
         if (n.name.rfind("eth", 0) == 0 || n.name.rfind("en", 0) == 0) n.netdev = n.name;
       }
       if ((d.class_id >> 8) == 0x02) {
@@ -521,6 +524,20 @@ void add_gpu_links(const std::vector<Dev>& gpus, Topology& t) {
     }
 }
 
+// Hyper-V's virtual PCI bus (Linux pci-hyperv) gives every passed-through device a PCI domain of its own at bus 00,
+// device 00, function 0 ("0001:00:00.0" GPU, "0101:00:00.0" HCA in Azure's ND/NC files). Bare metal and the other
+// clouds' VMs show the host's bus numbers: 0000:10:1c.0 (AWS p4d), 0000:4f:00.0 (AWS p5), 0000:14:00.0 (OCI).
+bool hyperv_virtual_pci(const std::vector<Dev>& devs) {
+  std::set<std::string> domains;
+  int seen = 0;
+  for (const auto& d : devs) {
+    if ((d.kind != Dev::Gpu && d.kind != Dev::Nic) || d.busid.empty()) continue;
+    if (d.busid.compare(4, 8, ":00:00.0") != 0 || !domains.insert(d.busid.substr(0, 4)).second) return false;
+    ++seen;
+  }
+  return seen > 0 && !(domains.size() == 1 && domains.count("0000"));
+}
+
 }  // namespace
 
 Topology parse_nccl_topo(const std::string& text, const std::string& origin) {
@@ -548,6 +565,10 @@ Topology parse_nccl_topo(const std::string& text, const std::string& origin) {
   add_gpus(gpus, synthetic, t);
   add_nics(nic_sources, nics, t);
   add_gpu_links(gpus, t);
+  if (!t.cloud && hyperv_virtual_pci(w.devs)) {
+    t.cloud = "azure";
+    t.inferred.push_back("cloud: azure (Hyper-V virtual PCI: every GPU and NIC alone in its own PCI domain at 00:00.0)");
+  }
   std::set<int> numas;
   for (const auto& c : root->children)
     if (c->name == "cpu") numas.insert(numa_of(c.get()));

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "internal.h"
 
@@ -64,6 +65,13 @@ Extras live_extras(const ProbeOptions& o, const std::string& sysfs_root) {
   return e;
 }
 
+// The path as NCCL in the job would need it (the job's working directory is not the probe's).
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 // Lay a vendor NCCL topology file over a probed topology (cloud VMs hide the real PCIe switches).
 void overlay_nccl_topo(Topology& t, const std::string& file) {
   bool too_big = false;
@@ -98,6 +106,7 @@ void overlay_nccl_topo(Topology& t, const std::string& file) {
                        std::to_string(ng) + " GPUs, " + std::to_string(nm) + "/" + std::to_string(nn) +
                        " NICs matched by PCI bus id)");
   internal::finish_topology(t, nic_paths);
+  t.nccl_topo_file = absolute_path(file);
 }
 
 }  // namespace
@@ -128,6 +137,7 @@ Topology probe(const ProbeOptions& options) {
       if (too_big) throw ProbeError(f + ": larger than 256 MiB, not a topology file");
       if (!text) throw ProbeError(f + ": cannot read: " + std::strerror(errno ? errno : EIO));
       t = from_text(*text, f);
+      if (t.source == "nccl-topo") t.nccl_topo_file = absolute_path(f);
     }
   } else if (!options.fsroot.empty()) {
     struct stat st {};

@@ -105,9 +105,9 @@ def factory_arguments(src, path):
             meta = f.get("argparse_meta") or {}
             t = f["type"]
             rec = {"dest": meta.get("dest", name), "from": cls, "file": f["file"], "line": f["line"]}
-            if "arg_names" in meta and isinstance(meta["arg_names"], list):
-                names = meta["arg_names"]
-            elif t == "bool" and f["default"] is True:
+            # As the factory does: the annotation gives the action or type, then argparse_meta overrides (its
+            # arg_names rename a bool flag without changing its store_true/store_false action).
+            if t == "bool" and f["default"] is True:
                 names = ["--no-" + name.replace("_", "-"), "--disable-" + name.replace("_", "-")]
                 rec["action"] = "store_false"
             else:
@@ -116,6 +116,13 @@ def factory_arguments(src, path):
                     rec["action"] = "store_true"
                 else:
                     rec["type"] = t
+            if "arg_names" in meta and isinstance(meta["arg_names"], list):
+                names = meta["arg_names"]
+            for key in ("action", "type", "nargs"):
+                if isinstance(meta.get(key), str):
+                    rec[key] = meta[key]
+                    if key == "type":
+                        rec.pop("action", None)
             choices = meta.get("choices") if isinstance(meta.get("choices"), list) else f.get("choices")
             if choices is None and re.fullmatch(r"[A-Z]\w*", t.replace("Optional[", "").rstrip("]")):
                 members = enum_members(src, f["file"], t.replace("Optional[", "").rstrip("]"))

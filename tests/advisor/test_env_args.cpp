@@ -82,13 +82,13 @@ TEST(FrameworkArgs, MegatronUnevenInterleavedPlan) {
   const std::string& m = a.files[0].content;
   EXPECT_EQ(a.files[0].name, "megatron.args");
   EXPECT_EQ(a.version, "core_v0.15");
-  EXPECT_NE(m.find("--tensor-model-parallel-size 8 --pipeline-model-parallel-size 8 --context-parallel-size 2"),
+  EXPECT_NE(m.find("--tensor-model-parallel-size=8\n--pipeline-model-parallel-size=8\n--context-parallel-size=2"),
             std::string::npos);
-  EXPECT_NE(m.find("--num-virtual-stages-per-pipeline-rank 8"), std::string::npos) << m;
+  EXPECT_NE(m.find("--num-virtual-stages-per-pipeline-rank=8"), std::string::npos) << m;
   // 126 layers + embedding + loss = 128 = 8 stages x 8 chunks x 2 layers
-  EXPECT_NE(m.find("--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"), std::string::npos);
+  EXPECT_NE(m.find("--account-for-embedding-in-pipeline-split\n--account-for-loss-in-pipeline-split"), std::string::npos);
   EXPECT_NE(m.find("--use-distributed-optimizer"), std::string::npos);
   EXPECT_EQ(m.find("--use-flash-attn"), std::string::npos) << "read by nothing in Megatron-Core (issue 13, item 2)";
-  EXPECT_NE(a.torchrun.find("--nnodes=128 --nproc_per_node=8"), std::string::npos) << a.torchrun;
+  EXPECT_NE(a.torchrun.find("--nnodes=128\n--nproc_per_node=8"), std::string::npos) << a.torchrun;
   EXPECT_NO_THROW(predict(s, p.layout));
 }

@@ -258,7 +258,7 @@ TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
       if (a2a_overlap) check_moe_overlap(c, k.s, k.plan, line);
       if (k.s.model.is_moe()) check_moe_flags(k.s, k.plan, line);
       if (fsdp) {
-        EXPECT_NE(line.find("--ckpt-format fsdp_dtensor"), std::string::npos) << k.name;
+        EXPECT_NE(line.find("--ckpt-format=fsdp_dtensor"), std::string::npos) << k.name;
         EXPECT_NE(env_of(k.plan, "CUDA_DEVICE_MAX_CONNECTIONS"), "1") << k.name;
       } else if (a2a_overlap) {
         // The "must be 1" assert sits inside `if not args.overlap_moe_expert_parallel_comm` (its `within`).

@@ -54,7 +54,7 @@ TEST(Issue13, MegatronFsdpHasItsCheckpointFormatAndNoSingleQueue) {
   const Plan p = with_layout(s, 2, 1, 3);
   const std::string m = text(framework_args(s, p));
   EXPECT_NE(m.find("--use-megatron-fsdp"), std::string::npos);
-  EXPECT_NE(m.find("--ckpt-format fsdp_dtensor"), std::string::npos) << m;
+  EXPECT_NE(m.find("--ckpt-format=fsdp_dtensor"), std::string::npos) << m;
   EXPECT_EQ(env(p, "CUDA_DEVICE_MAX_CONNECTIONS"), "<unset>");
   // Positive control: the distributed optimizer with TP 2 still gets the single queue Megatron asserts.
   EXPECT_EQ(env(with_layout(s, 2, 1, 1), "CUDA_DEVICE_MAX_CONNECTIONS"), "1");
@@ -66,9 +66,9 @@ TEST(Issue13, AttentionBackendNotUseFlashAttn) {
   s.training.attention = Attention::Flash3;
   const std::string m = text(framework_args(s, with_layout(s, 1, 1, 1)));
   EXPECT_EQ(m.find("--use-flash-attn"), std::string::npos);
-  EXPECT_NE(m.find("--attention-backend flash"), std::string::npos) << m;
+  EXPECT_NE(m.find("--attention-backend=flash"), std::string::npos) << m;
   s.training.attention = Attention::Cudnn;
-  EXPECT_NE(text(framework_args(s, with_layout(s, 1, 1, 1))).find("--attention-backend fused"), std::string::npos);
+  EXPECT_NE(text(framework_args(s, with_layout(s, 1, 1, 1))).find("--attention-backend=fused"), std::string::npos);
 }
 
 // 3. NeMo 2: real keys, uneven pipeline accounting, ZeRO-3 as Megatron-FSDP, precision and sequence length set.
@@ -103,7 +103,7 @@ TEST(Issue13, DeepSpeedModelParallelNeedsMegatronDeepSpeed) {
   EXPECT_EQ(layout_problem(s, l, Framework::DeepSpeed), "");
   const FrameworkArgs a = framework_args(s, with_layout(s, 4, 1, 1));
   ASSERT_EQ(a.files.size(), 2u);
-  EXPECT_NE(a.files[1].content.find("--tensor-model-parallel-size 4"), std::string::npos);
+  EXPECT_NE(a.files[1].content.find("--tensor-model-parallel-size=4"), std::string::npos);
   const auto cfg = nlohmann::json::parse(a.files[0].content);
   EXPECT_EQ(cfg["train_batch_size"].get<int>(), cfg["train_micro_batch_size_per_gpu"].get<int>() *
                                                     cfg["gradient_accumulation_steps"].get<int>() * (128 / 4));
@@ -127,7 +127,7 @@ TEST(Issue13, TorchtitanPerVersion) {
   const FrameworkArgs m = framework_args(s, p);
   EXPECT_EQ(m.files.at(0).name, "torchtitan.flags");
   EXPECT_NE(text(m).find("--compile.enable_async_tensor_parallel"), std::string::npos);
-  EXPECT_NE(text(m).find("--training.num_tokens_per_train_step 4194304"), std::string::npos) << text(m);
+  EXPECT_NE(text(m).find("--training.num_tokens_per_train_step=4194304"), std::string::npos) << text(m);
   // DDP only (zero 0) with TP raises in torchtitan: the version refuses the layout.
   Layout ddp = p.layout;
   ddp.zero_stage = 0;
@@ -174,7 +174,7 @@ TEST(Issue13, TorchrunRendezvousFromTheAllocation) {
   EXPECT_EQ(shell.find("${MASTER_ADDR}"), std::string::npos);
   EXPECT_NE(shell.find("--rdzv_endpoint=${PARATUNE_MASTER_ADDR}:${PARATUNE_MASTER_PORT}"), std::string::npos) << shell;
   const std::string literal = framework_args(s, p, {"node7", "21234", "1234"}).torchrun;
-  EXPECT_NE(literal.find("--rdzv_endpoint=node7:21234 --rdzv_id=1234"), std::string::npos) << literal;
+  EXPECT_NE(literal.find("--rdzv_endpoint=node7:21234\n--rdzv_id=1234"), std::string::npos) << literal;
 }
 
 // 8. Risky env: NVLS is not forced on, CROSS_NIC only on stated rails, P2C only on an NCCL that has it.

@@ -34,9 +34,9 @@ import json; p=json.load(open('$plan'))['plan']
 assert p['layout']['ep']==$ep, p['layout']
 b=p['prediction']['breakdown']; assert b['ep_comm']>0 and b['moe_imbalance']>=0, b"
 args=$(env_value "$WORK/batch.env" PARATUNE_ARGS)
-check "olmoe-1b-7b: the Megatron arguments carry the expert flags" bash -c "
-grep -q -- '--expert-model-parallel-size $ep' '$args' && grep -q -- '--num-experts 64' '$args' &&
-grep -q -- '--moe-router-topk 8' '$args' && grep -q -- '--moe-grouped-gemm' '$args'"
+check "olmoe-1b-7b: the Megatron arguments carry the expert flags (one argument per line)" bash -c "
+grep -qx -- '--expert-model-parallel-size=$ep' '$args' && grep -qx -- '--num-experts=64' '$args' &&
+grep -qx -- '--moe-router-topk=8' '$args' && grep -qx -- '--moe-grouped-gemm' '$args'"
 check "olmoe-1b-7b: one tuning-log line with the expert layout" python3 -c "
 import json
 lines=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l]

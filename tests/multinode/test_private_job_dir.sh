@@ -9,7 +9,8 @@ cat > "$WORK/job.sh" <<JOB
 #!/bin/bash
 env | grep -E '^(PARATUNE_|NCCL_|CUDA_DEVICE_MAX)' | sort > batch.env
 cat "\$PARATUNE_ARGS" > batch.args
-srun -N4 --ntasks-per-node=1 bash -c '$ENV_DUMP; if test -r "\$PARATUNE_PLAN"; then echo yes; else echo no; fi > readable-\$(hostname)'
+printf '%s\n' "\$PARATUNE_ARGS_TEXT" > batch.args_text
+srun -N4 --ntasks-per-node=1 bash -c '$ENV_DUMP; printf "%s\n" "\$PARATUNE_ARGS_TEXT" > args-text-\$(hostname); if test -r "\$PARATUNE_PLAN"; then echo yes; else echo no; fi > readable-\$(hostname)'
 JOB
 job=$(run_batch "$WORK/job.sh" -N4 --gpus-per-node=8 --paratune=llama3-8b)
 echo "job $job"
@@ -18,11 +19,12 @@ check "the plan is under the node-local job_dir" test "${plan#"$PRIVATE_DIR"/}" 
 check "the plan file is on mn0's own copy" test -s "$PARATUNE_MN_DIR/nodes/mn0/private/${plan#"$PRIVATE_DIR"/}"
 check "no plan file on mn1's copy" test ! -e "$PARATUNE_MN_DIR/nodes/mn1/private/${plan#"$PRIVATE_DIR"/}"
 check "mn0's task reads the plan" test "$(cat "$WORK/readable-mn0")" = yes
-check "the batch script has PARATUNE_ARGS_TEXT = the args file's content" \
-  test "$(env_value "$WORK/batch.env" PARATUNE_ARGS_TEXT)" = "$(cat "$WORK/batch.args")"
+# The argument file has one argument per line, so the variable spans lines: compared as a whole, not via env_value.
+check "the batch script has PARATUNE_ARGS_TEXT = the args file's content" cmp "$WORK/batch.args_text" "$WORK/batch.args"
 for i in 1 2 3; do
   check "mn$i's task cannot read the plan file" test "$(cat "$WORK/readable-mn$i")" = no
-  check "mn$i's task has the batch script's PARATUNE_*/NCCL_* (PARATUNE_ARGS_TEXT included)" diff "$WORK/batch.env" "$WORK/step-mn$i.env"
+  check "mn$i's task has the batch script's PARATUNE_*/NCCL_* values" diff "$WORK/batch.env" "$WORK/step-mn$i.env"
+  check "mn$i's task has PARATUNE_ARGS_TEXT = the args file's content" cmp "$WORK/batch.args" "$WORK/args-text-mn$i"
   check "mn$i's slurmd log says the plan file is not readable and the environment carries the plan" \
     grep -q "not readable on this node.*environment carries the plan" <(node_log "mn$i" "$job")
 done

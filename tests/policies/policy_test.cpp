@@ -228,13 +228,13 @@ const BadCase kBadCases[] = {
      "on_by_default_min_gpus_per_node, users_may_opt_out, on_error, suspect_ratio, framework_version, env, limits, "
      "facts, log"},
     {"UnknownLimitKey", "[defaults.limits]\nmax_dp = 8\n",
-     "p.toml:2:1: defaults.limits.max_dp: unknown key; valid: max_tp, max_pp, max_cp, zero_stages, recompute, "
-     "frameworks, min_micro_batch, max_micro_batch, memory_headroom_gib"},
+     "p.toml:2:1: defaults.limits.max_dp: unknown key; valid: max_tp, max_pp, max_cp, max_ep, dispatchers, "
+     "zero_stages, recompute, frameworks, min_micro_batch, max_micro_batch, memory_headroom_gib"},
     {"UnknownEnvKey", "[defaults.env]\nforced = { A = \"1\" }\n",
      "p.toml:2:1: defaults.env.forced: unknown key; valid: force, default, forbid, allow_override, applies_to"},
     {"UnknownFactKey", "[partition.a.facts]\nnic_speed = 100\n",
      "p.toml:2:1: partition.a.facts.nic_speed: unknown key; valid: gpu, nic_gbps, nic_count, nvlink_domain, "
-     "fabric, nccl_topo_file, nvls, leaf_oversubscription"},
+     "fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels"},
     {"UnknownLogKey", "[defaults.log]\npath = \"/x\"\n",
      "p.toml:2:1: defaults.log.path: unknown key; valid: tuning_log, mode, group"},
     {"BadMode", "[defaults]\nmode = \"sugest\"\n",

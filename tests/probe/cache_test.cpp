@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "helpers.h"
 
@@ -117,6 +119,26 @@ TEST(Cache, CorruptCacheIsAMissAndIsRewritten) {
   EXPECT_EQ(t.gpus.size(), 4u);
   probe_cached(f.opts, f.cache, &r);
   EXPECT_TRUE(r.hit);
+}
+
+// An entry written by a version whose NICs had no name_reported (format 1) is probed again, not read with that
+// fact missing; the rewritten entry is the current format and is then trusted.
+TEST(Cache, OtherCacheFormatIsAMissAndIsRewritten) {
+  Fixture f;
+  CacheResult r;
+  probe_cached(f.opts, f.cache, &r);
+  std::ifstream in(f.cache.path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find("\"paratune_probe_cache\":2");
+  ASSERT_NE(at, std::string::npos) << text.substr(0, 80);
+  text.replace(at, 24, "\"paratune_probe_cache\":1");
+  std::ofstream(f.cache.path, std::ios::trunc) << text;
+  ::chmod(f.cache.path.c_str(), 0644);
+  probe_cached(f.opts, f.cache, &r);
+  EXPECT_FALSE(r.hit);
+  EXPECT_EQ(r.reason, "other cache format");
+  probe_cached(f.opts, f.cache, &r);
+  EXPECT_TRUE(r.hit) << r.reason;
 }
 
 TEST(Cache, LiveProbeIsCachedPerBoot) {

@@ -96,7 +96,7 @@ TEST(Decision, FrameworkArgumentFilesMatchThePlan) {
   const auto list = decision_files(d);
   std::map<std::string, std::string> files(list.begin(), list.end());
   ASSERT_EQ(files.size(), 3u);
-  EXPECT_NE(files["megatron.args"].find("--tensor-model-parallel-size 2"), std::string::npos) << files["megatron.args"];
+  EXPECT_NE(files["megatron.args"].find("--tensor-model-parallel-size=2"), std::string::npos) << files["megatron.args"];
   EXPECT_FALSE(files.count("deepspeed.json") || files.count("fsdp.json") || files.count("nemo.args"));
   EXPECT_EQ(nlohmann::json::parse(files["plan.json"])["plan"]["layout"]["tp"], 2);
   EXPECT_EQ(nlohmann::json::parse(files["plan.json"])["framework"]["version"], "core_v0.15");
@@ -122,7 +122,7 @@ TEST(Decision, RendezvousFromTheFirstNode) {
   EXPECT_EQ(kv["PARATUNE_ARGS"], "/x/fsdp.json");
   const auto list = decision_files(d);
   std::map<std::string, std::string> files(list.begin(), list.end());
-  EXPECT_NE(files["torchrun.args"].find("--rdzv_endpoint=gpu017:24242 --rdzv_id=4242"), std::string::npos)
+  EXPECT_NE(files["torchrun.args"].find("--rdzv_endpoint=gpu017:24242\n--rdzv_id=4242"), std::string::npos)
       << files["torchrun.args"];
 }
 

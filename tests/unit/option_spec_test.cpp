@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include "job/option_spec.h"
+#include "job/scenario_builder.h"
+#include "test_topologies.h"
 
+using namespace paratune;
 using namespace paratune::job;
 
 TEST(OptionSpec, BareOptionMeansDefaults) {
@@ -120,4 +123,34 @@ TEST(OptionSpec, StackKeys) {
     EXPECT_NE(std::string(e.what()).find("flash2, flash3, cudnn, none"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse_option_spec("llama3-8b,compile=maybe"), SpecError);
+}
+
+// Mixture of experts: the expert layout keys, where the other layout keys live, reach the scenario.
+TEST(OptionSpec, ExpertLayoutKeys) {
+  auto s = parse_option_spec("qwen3-30b-a3b,ep=8,etp=2,dispatcher=alltoall");
+  EXPECT_EQ(*s.ep, 8);
+  EXPECT_EQ(*s.etp, 2);
+  EXPECT_EQ(*s.dispatcher, "alltoall");
+  EXPECT_EQ(*parse_option_spec("qwen3-30b-a3b,dispatcher=deepep").dispatcher, "flex") << "DeepEP is the flex one";
+  try {
+    parse_option_spec("qwen3-30b-a3b,dispatcher=nccl");
+    FAIL() << "an unknown dispatcher was accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("alltoall, allgather, flex"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_option_spec("qwen3-30b-a3b,ep=0"), SpecError);
+  EXPECT_NE(std::string(option_usage()).find("ep, etp, dispatcher"), std::string::npos);
+
+  Allocation alloc;
+  alloc.nodes = 2;
+  alloc.gpus_on_node = 8;
+  std::vector<std::string> notes;
+  const auto sc = build_scenario(s, PluginConfig{}, alloc, fixtures::dgx_a100_like(), "", notes);
+  EXPECT_EQ(sc.parallel.ep, 8);
+  EXPECT_EQ(sc.parallel.etp, 2);
+  EXPECT_EQ(sc.parallel.dispatcher, advisor::Dispatcher::AllToAll);
+  EXPECT_THROW(build_scenario(parse_option_spec("llama3-8b,ep=2"), PluginConfig{}, alloc, fixtures::dgx_a100_like(),
+                              "", notes),
+               std::invalid_argument)
+      << "a dense model has no experts";
 }

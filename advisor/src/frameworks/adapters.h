@@ -40,7 +40,9 @@ void torchtitan_moe_toml(const PlanView& v, std::ostream& o);
 void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags);
 
 // Helpers shared by the adapters.
-std::string join(const std::vector<std::string>& items, const char* sep);
+// An argument file: one argv element per line, exactly as the program receives it (no shell quoting), read by the
+// documented launch with `mapfile -t ARGS < FILE` and passed as "${ARGS[@]}" (etc/examples).
+std::string argv_lines(const std::vector<std::string>& argv);
 const char* fp8_recipe_name(const Scenario& s);  // Megatron/NeMo --fp8-recipe value (default delayed)
 
 }  // namespace paratune::advisor::frameworks

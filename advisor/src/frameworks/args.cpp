@@ -1,17 +1,21 @@
 // framework_args(): the plan's framework and version pick the adapter.
 #include "adapters.h"
+#include "paratune/advisor/framework_kernels.h"
 
 namespace paratune::advisor {
 
 namespace frameworks {
 
 bool PlanView::tp_overlap() const {
-  return l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(hopper_plus);
+  // Megatron-Core's overlap is Transformer Engine's (userbuffers): not a default where the site lacks TE.
+  const bool te_needed = plan.framework == Framework::Megatron || plan.framework == Framework::Nemo;
+  const bool by_default = hopper_plus && !(te_needed && s.cluster.lacks(Kernel::TransformerEngine));
+  return l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(by_default);
 }
 
-std::string join(const std::vector<std::string>& items, const char* sep) {
+std::string argv_lines(const std::vector<std::string>& argv) {
   std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  for (const auto& a : argv) out += a + "\n";
   return out;
 }
 
@@ -46,6 +50,7 @@ FrameworkArgs framework_args(const Scenario& s, const Plan& plan, const Launch& 
     case Framework::Fsdp: frameworks::fsdp(v, out); break;
   }
   out.torchrun = frameworks::torchrun(v, launch);
+  for (auto& n : kernel_notes(s, plan)) out.notes.push_back(std::move(n));  // the optional kernels it needs
   return out;
 }
 

@@ -38,17 +38,18 @@ std::string megatron_deepspeed_args(const PlanView& v) {
   const Layout& l = v.l;
   const TrainingSpec& t = v.s.training;
   std::vector<std::string> a = {
-      "--tensor-model-parallel-size " + std::to_string(l.tp), "--pipeline-model-parallel-size " + std::to_string(l.pp),
-      "--micro-batch-size " + std::to_string(l.micro_batch), "--global-batch-size " + std::to_string(t.global_batch),
-      "--seq-length " + std::to_string(v.s.model.seq_len), "--deepspeed", "--deepspeed_config deepspeed.json",
-      "--zero-stage " + std::to_string(l.zero_stage)};
+      "--tensor-model-parallel-size=" + std::to_string(l.tp), "--pipeline-model-parallel-size=" + std::to_string(l.pp),
+      "--micro-batch-size=" + std::to_string(l.micro_batch), "--global-batch-size=" + std::to_string(t.global_batch),
+      "--seq-length=" + std::to_string(v.s.model.seq_len), "--deepspeed", "--deepspeed_config=deepspeed.json",
+      "--zero-stage=" + std::to_string(l.zero_stage)};
   if (l.pp == 1) a.push_back("--no-pipeline-parallel");  // without it Megatron-DeepSpeed builds a 1-stage PipelineModule
   if (l.sequence_parallel && l.tp > 1) a.push_back("--sequence-parallel");
-  if (l.recompute == Recompute::Selective) a.push_back("--recompute-granularity selective");
+  if (l.recompute == Recompute::Selective) a.push_back("--recompute-granularity=selective");
   if (l.recompute == Recompute::Full)
-    a.push_back("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+    for (const char* f : {"--recompute-granularity=full", "--recompute-method=uniform", "--recompute-num-layers=1"})
+      a.push_back(f);
   a.push_back(t.precision == Precision::Fp16 ? "--fp16" : "--bf16");
-  return join(a, " ") + "\n";
+  return argv_lines(a);
 }
 
 }  // namespace
@@ -58,8 +59,9 @@ void deepspeed(const PlanView& v, FrameworkArgs& out) {
   out.files.push_back({"deepspeed.json", config_json(v, megatron_ds)});
   if (megatron_ds) {
     out.files.push_back({"megatron-deepspeed.args", megatron_deepspeed_args(v)});
-    out.notes.push_back("Megatron-DeepSpeed: pass megatron-deepspeed.args to pretrain_gpt.py (it names "
-                        "deepspeed.json; run from the plan directory or give its path)");
+    out.notes.push_back("Megatron-DeepSpeed: pass megatron-deepspeed.args to pretrain_gpt.py (mapfile -t ARGS < FILE; "
+                        "\"${ARGS[@]}\"); it names deepspeed.json relative to the plan directory: add "
+                        "--deepspeed_config \"$PARATUNE_ARGS\" after it (etc/examples/deepspeed.sbatch)");
   } else {
     out.notes.push_back("deepspeed.initialize(model=..., config=$PARATUNE_ARGS): the model, optimizer and data stay "
                         "yours; tp = pp = 1 in this version (Megatron-DeepSpeed for model parallelism)");

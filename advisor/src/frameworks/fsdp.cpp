@@ -63,9 +63,9 @@ std::string torchrun(const PlanView& v, const Launch& launch) {
   const std::string addr = launch.master_addr.empty() ? "${PARATUNE_MASTER_ADDR}" : launch.master_addr;
   const std::string port = launch.master_port.empty() ? "${PARATUNE_MASTER_PORT}" : launch.master_port;
   const std::string id = launch.job_id.empty() ? "${SLURM_JOB_ID}" : launch.job_id;
-  return "--nnodes=" + std::to_string(v.s.cluster.nodes) + " --nproc_per_node=" +
-         std::to_string(v.s.cluster.gpus_per_node) + " --rdzv_backend=c10d --rdzv_endpoint=" + addr + ":" + port +
-         " --rdzv_id=" + id + "\n";
+  return argv_lines({"--nnodes=" + std::to_string(v.s.cluster.nodes),
+                     "--nproc_per_node=" + std::to_string(v.s.cluster.gpus_per_node), "--rdzv_backend=c10d",
+                     "--rdzv_endpoint=" + addr + ":" + port, "--rdzv_id=" + id});
 }
 
 }  // namespace paratune::advisor::frameworks

@@ -1,5 +1,6 @@
 // Megatron-LM arguments (pretrain_gpt.py). Names and rules: tests/contracts/megatron--<version>.json.
 #include "adapters.h"
+#include "paratune/advisor/framework_checkpoint.h"
 #include "paratune/advisor/model.h"
 
 namespace paratune::advisor::frameworks {
@@ -25,12 +26,13 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   const Layout& l = v.l;
   const TrainingSpec& t = v.s.training;
   std::vector<std::string> a;
-  auto add = [&](std::string flag, std::string value = "") { a.push_back(value.empty() ? flag : flag + " " + value); };
+  // --flag=value: one argv element per option, whatever the value holds.
+  auto add = [&](std::string flag, std::string value = "") { a.push_back(value.empty() ? flag : flag + "=" + value); };
   add("--tensor-model-parallel-size", std::to_string(l.tp));
   add("--pipeline-model-parallel-size", std::to_string(l.pp));
   if (l.cp > 1) add("--context-parallel-size", std::to_string(l.cp));
   const bool moe_layout = moe_uneven_pipeline(v.s, l);  // one layout string replaces the options below
-  if (moe_layout) add("--pipeline-model-parallel-layout", "\"" + pipeline_layout(v.s, l) + "\"");
+  if (moe_layout) add("--pipeline-model-parallel-layout", pipeline_layout(v.s, l));
   if (l.pp > 1 && l.virtual_stages > 1 && !moe_layout)
     add("--num-virtual-stages-per-pipeline-rank", std::to_string(l.virtual_stages));
   if (v.uneven_pipeline && !moe_layout) {
@@ -46,8 +48,9 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
     // Megatron-FSDP asserts the fsdp_dtensor checkpoint format (and CUDA_DEVICE_MAX_CONNECTIONS != 1: env.cpp).
     add("--use-megatron-fsdp");
     add("--data-parallel-sharding-strategy", "optim_grads_params");
-    add("--ckpt-format", "fsdp_dtensor");
   }
+  // Stated, never Megatron's default left implicit: a resumed run keeps it (framework_checkpoint.h).
+  add("--ckpt-format", checkpoint_format(Framework::Megatron, l).format);
   if (l.dp * l.cp > 1 && t.overlap_dp_comm.value_or(true)) {
     add("--overlap-grad-reduce");
     if (l.zero_stage == 1 && overlap_param_gather(t, Framework::Megatron)) add("--overlap-param-gather");
@@ -69,10 +72,12 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
     }
   }
   if (const char* backend = attention_backend(t)) add("--attention-backend", backend);
+  // Megatron's default --transformer-impl is transformer_engine: a site without TE runs the local implementation.
+  if (v.s.cluster.lacks(Kernel::TransformerEngine)) add("--transformer-impl", "local");
   megatron_moe(v, add);
-  out.files.push_back({"megatron.args", join(a, " ") + "\n"});
+  out.files.push_back({"megatron.args", argv_lines(a)});
   out.notes.push_back("model architecture (--num-layers, --hidden-size, ...), tokenizer, data and checkpoint paths "
-                      "stay yours: append them after $(cat $PARATUNE_ARGS)");
+                      "stay yours: mapfile -t ARGS < $PARATUNE_ARGS, then pass \"${ARGS[@]}\" and yours after it");
 }
 
 }  // namespace paratune::advisor::frameworks

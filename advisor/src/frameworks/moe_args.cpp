@@ -3,6 +3,7 @@
 // dense-layer pattern, capacity), the all-to-all overlap under Megatron-Core's own asserts, and an explicit
 // pipeline layout where the layers split unevenly. Names: tests/contracts/*.json.
 #include "adapters.h"
+#include "paratune/advisor/framework_kernels.h"
 #include "paratune/advisor/model.h"
 
 namespace paratune::advisor::frameworks {
@@ -17,11 +18,6 @@ int shared_ffn(const ModelSpec& m) {
 // Megatron's --moe-layer-freq pattern: the leading dense layers, then MoE layers (a Python list expression).
 std::string layer_pattern(const ModelSpec& m) {
   return "([0]*" + std::to_string(m.moe_dense_layers) + "+[1]*" + std::to_string(m.layers - m.moe_dense_layers) + ")";
-}
-
-// Dispatcher backends on main: HybridEP where the NVLink domain spans nodes (GB200/GB300 NVL72), DeepEP else.
-const char* flex_backend(const Scenario& s) {
-  return s.cluster.nvlink_domain > s.cluster.gpus_per_node ? "hybridep" : "deepep";
 }
 
 }  // namespace
@@ -57,12 +53,15 @@ void megatron_moe(const PlanView& v, const std::function<void(std::string, std::
   add("--moe-router-topk", std::to_string(m.moe_top_k));
   add("--moe-ffn-hidden-size", std::to_string(expert_ffn(m)));
   if (m.moe_shared_experts > 0) add("--moe-shared-expert-intermediate-size", std::to_string(shared_ffn(m)));
-  if (m.moe_dense_layers > 0) add("--moe-layer-freq", "\"" + layer_pattern(m) + "\"");
+  if (m.moe_dense_layers > 0) add("--moe-layer-freq", layer_pattern(m));
   add("--expert-model-parallel-size", std::to_string(l.ep));
   add("--expert-tensor-parallel-size", std::to_string(l.etp));
   add("--moe-token-dispatcher-type", to_string(l.dispatcher));
   if (l.dispatcher == Dispatcher::Flex) {
-    if (v.version.id == "main") add("--moe-flex-dispatcher-backend", flex_backend(v.s));
+    // main names the backend: HybridEP where the NVLink domain spans nodes (GB200/GB300 NVL72), DeepEP else, or
+    // the one the site has (framework_kernels.h).
+    if (v.version.id == "main")
+      add("--moe-flex-dispatcher-backend", to_string(flex_backend(v.s, Framework::Megatron).value_or(Kernel::DeepEP)));
     else add("--moe-enable-deepep", "");
   }
   add("--moe-grouped-gemm", "");
@@ -108,7 +107,7 @@ void torchtitan_moe_toml(const PlanView& v, std::ostream& o) {
 }
 
 void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags) {
-  if (v.s.model.is_moe()) flags.push_back("--parallelism.expert_parallel_degree " + std::to_string(v.l.ep));
+  if (v.s.model.is_moe()) flags.push_back("--parallelism.expert_parallel_degree=" + std::to_string(v.l.ep));
 }
 
 }  // namespace paratune::advisor::frameworks

@@ -16,7 +16,7 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
   const bool moe_layout = moe_uneven_pipeline(v.s, l);  // MoE layers split unevenly: one explicit layout
   set("trainer.strategy.virtual_pipeline_model_parallel_size",
       l.pp > 1 && l.virtual_stages > 1 && !moe_layout ? std::to_string(l.virtual_stages) : "null");
-  if (moe_layout) set("trainer.strategy.pipeline_model_parallel_layout", "\"" + pipeline_layout(v.s, l) + "\"");
+  if (moe_layout) set("trainer.strategy.pipeline_model_parallel_layout", pipeline_layout(v.s, l));
   set("trainer.strategy.sequence_parallel", b(l.sequence_parallel && l.tp > 1));
   if (v.uneven_pipeline && !moe_layout) {  // Megatron-Core asserts (layers + embedding + loss) % pp == 0
     set("trainer.strategy.account_for_embedding_in_pipeline_split", "true");
@@ -44,8 +44,9 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
     set("trainer.plugins.fp8", "hybrid");
     set("trainer.plugins.fp8_recipe", fp8_recipe_name(v.s));
   }
+  if (v.s.cluster.lacks(Kernel::TransformerEngine)) set("model.config.transformer_impl", "local");
   nemo_moe(v, set);
-  out.files.push_back({"nemo.args", join(o, " ") + "\n"});
+  out.files.push_back({"nemo.args", argv_lines(o)});
   out.notes.push_back("the recipe (--factory, e.g. llama3_8b) gives the model, tokenizer and data; paratune's "
                       "overrides only set parallelism, batch, sequence length, precision and recompute");
 }

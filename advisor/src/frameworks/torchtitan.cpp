@@ -73,20 +73,20 @@ std::string cli(const PlanView& v, FrameworkArgs& out) {
   const Degrees d = dp_degrees(l);
   const long seq = v.s.model.seq_len;
   std::vector<std::string> f = {
-      "--parallelism.data_parallel_replicate_degree " + std::to_string(d.replicate),
-      "--parallelism.data_parallel_shard_degree " + std::to_string(d.shard),
-      "--parallelism.tensor_parallel_degree " + std::to_string(l.tp),
-      "--parallelism.pipeline_parallel_degree " + std::to_string(l.pp),
-      "--parallelism.context_parallel_degree " + std::to_string(l.cp),
-      "--training.num_tokens_per_microbatch_per_dp_rank " + std::to_string(seq * l.micro_batch),
-      "--training.num_tokens_per_train_step " + std::to_string(seq * v.s.training.global_batch),
-      "--training.max_context_length " + std::to_string(seq)};
+      "--parallelism.data_parallel_replicate_degree=" + std::to_string(d.replicate),
+      "--parallelism.data_parallel_shard_degree=" + std::to_string(d.shard),
+      "--parallelism.tensor_parallel_degree=" + std::to_string(l.tp),
+      "--parallelism.pipeline_parallel_degree=" + std::to_string(l.pp),
+      "--parallelism.context_parallel_degree=" + std::to_string(l.cp),
+      "--training.num_tokens_per_microbatch_per_dp_rank=" + std::to_string(seq * l.micro_batch),
+      "--training.num_tokens_per_train_step=" + std::to_string(seq * v.s.training.global_batch),
+      "--training.max_context_length=" + std::to_string(seq)};
   if (l.pp > 1) {
-    f.push_back(std::string("--parallelism.pipeline_parallel_schedule ") +
+    f.push_back(std::string("--parallelism.pipeline_parallel_schedule=") +
                 (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B"));
-    f.push_back("--parallelism.num_pp_microbatches " + std::to_string(v.accum));
+    f.push_back("--parallelism.num_pp_microbatches=" + std::to_string(v.accum));
     if (l.virtual_stages > 1 && v.s.model.layers % (l.pp * l.virtual_stages) == 0)
-      f.push_back("--parallelism.pipeline_parallel_layers_per_stage " +
+      f.push_back("--parallelism.pipeline_parallel_layers_per_stage=" +
                   std::to_string(v.s.model.layers / (l.pp * l.virtual_stages)));
   }
   torchtitan_moe_cli(v, f);
@@ -97,7 +97,7 @@ std::string cli(const PlanView& v, FrameworkArgs& out) {
                       "model_spec); the frozen CLI has no option for them");
   if (v.s.training.precision == Precision::Fp8)
     out.notes.push_back("torchtitan main: FP8 is a model converter in the config function (quantize.linear.float8)");
-  return join(f, " ") + "\n";
+  return argv_lines(f);
 }
 
 }  // namespace

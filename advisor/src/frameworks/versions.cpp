@@ -3,6 +3,8 @@
 // tests check each rule here against them).
 #include "paratune/advisor/framework_versions.h"
 
+#include "paratune/advisor/framework_kernels.h"
+
 #include <stdexcept>
 
 namespace paratune::advisor {
@@ -59,6 +61,26 @@ const FrameworkVersion& version_for(const Scenario& s, Framework f) {
   return resolve_version(f, site == s.training.site_versions.end() ? std::string() : site->second);
 }
 
+namespace {
+
+// Settings the scenario states that need a kernel the site says is not installed (facts.kernels).
+std::string kernel_stack_problem(const Scenario& s) {
+  const TrainingSpec& t = s.training;
+  const bool mcore = t.framework == F::Megatron || t.framework == F::Nemo;
+  const char* fix = ", which the site says is not installed (facts.kernels)";
+  if (mcore && s.cluster.lacks(Kernel::TransformerEngine)) {
+    if (t.precision == Precision::Fp8) return std::string("FP8 training needs Transformer Engine") + fix + "; plan bf16";
+    if (t.tp_comm_overlap.value_or(false))
+      return std::string("tp_overlap=yes needs Transformer Engine (userbuffers)") + fix + "; give tp_overlap=no";
+    if (t.attention == Attention::Cudnn) return std::string("attention=cudnn needs Transformer Engine") + fix;
+  }
+  if (t.attention == Attention::Flash3 && s.cluster.lacks(Kernel::FlashAttention3))
+    return std::string("attention=flash3 needs FlashAttention-3") + fix + "; give attention=flash2";
+  return "";
+}
+
+}  // namespace
+
 std::string stack_problem(const Scenario& s) {
   const TrainingSpec& t = s.training;
   const FrameworkVersion& v = version_for(s, t.framework);
@@ -74,6 +96,7 @@ std::string stack_problem(const Scenario& s) {
   if (t.precision == Precision::Fp8 && t.fp8_recipe == Fp8Recipe::Rowwise &&
       (t.framework == F::Megatron || t.framework == F::Nemo))
     return who + "--fp8-recipe accepts tensorwise, delayed, mxfp8 or blockwise (no rowwise)";
+  if (const std::string why = kernel_stack_problem(s); !why.empty()) return who + why;
   if (t.precision == Precision::Fp8 && t.framework == F::Torchtitan && t.fp8_recipe &&
       *t.fp8_recipe != Fp8Recipe::Tensorwise && *t.fp8_recipe != Fp8Recipe::Rowwise)
     return who + "its float8 converter (torchao) scales tensorwise or rowwise; give fp8_recipe=tensorwise or rowwise";
@@ -95,6 +118,7 @@ std::string version_problem(const Scenario& s, const Layout& l, Framework f) {
                  "plan etp 1 or framework_version=v0.2";
   if (f == F::Fsdp && v.id == "1.13" && l.shard_group > 0)
     return who + "ShardingStrategy has FULL_SHARD, SHARD_GRAD_OP and NO_SHARD only (no HYBRID_SHARD before 2.0)";
+  if (std::string why = kernel_problem(s, l, f); !why.empty()) return who + why;  // the site lacks a kernel
   return "";
 }
 

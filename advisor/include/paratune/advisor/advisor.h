@@ -17,6 +17,8 @@ struct SearchLimits {
   std::vector<int> zero_stages;                       // empty = all the framework supports
   std::vector<Recompute> recompute_modes;             // empty = all
   std::vector<Framework> frameworks;                  // empty = all
+  int max_ep = 0;                                     // expert-parallel degree cap (MoE); 0 = no cap
+  std::vector<Dispatcher> dispatchers;                // MoE token dispatchers allowed; empty = all
   int min_micro_batch = 1, max_micro_batch = 0;       // 0 = no cap
   double memory_headroom_gib = 0;                     // extra reserve per GPU
   // Share of each GPU's memory the search keeps free for the memory model's own error; the headroom above (the

@@ -32,6 +32,10 @@ enum class MoeRouter { AuxLoss, AuxLossFree };
 // all-gather + reduce-scatter of every token over it, or the flex dispatcher (DeepEP / HybridEP kernels: one copy per
 // destination node over the network, forwarded over NVLink, few SMs).
 enum class Dispatcher { AllToAll, AllGather, Flex };
+// Optional kernels a framework uses when they are installed (not every site has them): DeepEP and HybridEP (the
+// flex dispatcher's backends), NVIDIA Transformer Engine (Megatron-Core's FP8, fused cuDNN attention, TP
+// communication overlap) and FlashAttention-3 (attention = "flash3").
+enum class Kernel { DeepEP, HybridEP, TransformerEngine, FlashAttention3 };
 
 const char* to_string(Framework f);
 const char* to_string(Precision p);
@@ -47,6 +51,8 @@ const char* to_string(MoeRouter r);
 const char* to_string(Dispatcher d);
 MoeRouter moe_router_from_string(const std::string& s);
 Dispatcher dispatcher_from_string(const std::string& s);
+const char* to_string(Kernel k);  // "deepep", "hybridep", "te", "flash3"
+Kernel kernel_from_string(const std::string& s);
 // Parsers throw std::invalid_argument whose message lists the valid choices.
 Framework framework_from_string(const std::string& s);
 Precision precision_from_string(const std::string& s);
@@ -132,6 +138,7 @@ struct NicFacts {
   std::string gpu_path;    // path class to its nearest GPU: "PIX" | "PXB" | "PHB" | "SYS" | ""
   std::string netdev;
   std::optional<int> gid_index;
+  bool name_reported = true;  // false: a placeholder the probe made up (probe::Nic::name_reported), never emitted
 };
 
 struct ClusterSpec {
@@ -148,7 +155,12 @@ struct ClusterSpec {
   std::vector<NicFacts> nics;
   std::string gpu_nic_path;        // worst nearest-NIC path class over the allocation's GPUs
   std::optional<std::string> cloud;
-  std::string nccl_topo_file;      // vendor topology file to hand to NCCL, if any
+  std::string nccl_topo_file;      // vendor topology file to hand to NCCL, if any (stated: scenario, site policy)
+  std::string topology_nccl_file;  // the NCCL topology file the probe read the node from (absolute), if any:
+                                   // handed to NCCL only where the cloud's own images do the same (synthesize_env)
+  bool fabric_known = true;        // false: no fact said which fabric the NICs are on (a vendor file without PCI
+                                   // ids); `fabric` is then the model's assumption and no fabric-specific variable
+                                   // is set
   // Added by the advisor:
   std::string topology_file;       // [cluster] topology = "..." as written; resolved by the caller (CLI), never read here
   bool rail_aligned = true;        // one NIC per GPU on its own rail (DGX-style); false = NICs shared / off-rail
@@ -159,6 +171,10 @@ struct ClusterSpec {
   // Where the job's nodes sit under the leaf switches (from Slurm's topology; TOML [cluster.placement]); unset =
   // not known, every node pair gets the NICs' full bandwidth.
   std::optional<Placement> placement;
+  // The optional kernels the site has installed (site policy facts.kernels, TOML [cluster] kernels); unset = not
+  // stated: nothing is assumed missing, and a plan that needs one says so in its notes.
+  std::optional<std::vector<Kernel>> kernels;
+  bool lacks(Kernel k) const;  // the site says k is not installed
 };
 
 // In `predict`, a fully given layout; in `advise`, constraints (unset = free).

@@ -86,6 +86,9 @@ struct Facts {
   // Above each leaf switch of Slurm's topology: downlink / uplink bandwidth (2 = 2:1, half the bandwidth leaves the
   // leaf). Unset: 1, a non-blocking fat tree, so the switch placement of a job changes nothing.
   std::optional<double> leaf_oversubscription;
+  // The optional kernels installed on the partition's nodes (DeepEP, HybridEP, Transformer Engine,
+  // FlashAttention-3); unset: not stated, nothing is assumed missing. A plan never uses one the list lacks.
+  std::optional<std::vector<advisor::Kernel>> kernels;
 };
 inline constexpr double kDefaultLeafOversubscription = 1.0;
 
@@ -160,7 +163,8 @@ struct PolicyLayer {
   std::optional<OnError> on_error;
   std::optional<double> suspect_ratio;
   // [limits]
-  std::optional<int> max_tp, max_pp, max_cp, min_micro_batch, max_micro_batch;
+  std::optional<int> max_tp, max_pp, max_cp, max_ep, min_micro_batch, max_micro_batch;
+  std::optional<std::vector<advisor::Dispatcher>> dispatchers;
   std::optional<std::vector<int>> zero_stages;
   std::optional<std::vector<advisor::Recompute>> recompute;
   std::optional<std::vector<advisor::Framework>> frameworks;
@@ -236,7 +240,9 @@ ModeDecision decide_mode(const EffectivePolicy& p, const ModeRequest& r);
 // The advisor's search limits the policy imposes (top_n, all_frameworks: SearchLimits' defaults).
 advisor::SearchLimits search_limits(const EffectivePolicy& p);
 
-// Fixed facts replace the probe's values in scenario.cluster; user constraints in scenario.parallel (from
+// Fixed facts replace the probe's values in scenario.cluster (facts.kernels: the settings a stack without
+// Transformer Engine or FlashAttention-3 runs are set, and the user's settings that need a missing kernel or break
+// limits.max_ep / limits.dispatchers are removed); user constraints in scenario.parallel (from
 // --paratune keys or a scenario file) that break a limit are removed (the search then picks within the limits;
 // a dp fixed alongside a removed tp/pp/cp is removed too); a framework that is not allowed is replaced by the
 // first allowed one (in the policy's order), and a framework_version the user gave for the replaced framework is

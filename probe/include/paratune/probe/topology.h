@@ -44,6 +44,13 @@ struct Nic {
   // Added after the first contract (optional in JSON; absent = unknown):
   std::optional<std::string> phys_state;   // "linkup", "polling", "disabled", ... (sysfs/ibverbs)
   uint16_t vendor_id = 0;                  // PCI vendor of the NIC (0x15b3 Mellanox, 0x1d0f EFA), 0 = unknown
+  // Whether `name` is the device's own name as the node reported it (ibverbs/sysfs/hwloc on the node, a
+  // <net name=...> in an NCCL topology file, a `paratune probe --json` made there). False: a placeholder the probe
+  // made up so the NIC can be referred to (vendor NCCL files list HCAs by PCI address only: "nic0", "efa0") or a
+  // name derived from another one (Slingshot "cxiN" from hwloc's "hsiN"). Such a name must never reach a variable
+  // that names devices (NCCL_IB_HCA): NCCL would look for a device that does not exist. `netdev` is always a
+  // reported name or empty. JSON "name_reported" (absent in older output: see from_json).
+  bool name_reported = true;
 };
 
 struct Topology {
@@ -68,6 +75,10 @@ struct Topology {
   // domain from the GPU model the site's policy names (facts.gpu) and says what it assumed.
   bool nvlink_unknown = false;
   int nvlink_domain_span = 0;         // GPUs in one NVLink domain counting other nodes' (NVL72: 72); 0 = this node
+  // Added (optional in JSON): the NCCL topology file (NCCL_TOPO_FILE format) the facts were read from or laid over
+  // a live probe with, as an absolute path; empty otherwise. A vendor's file for a VM type is what NCCL itself
+  // should read on that VM (Azure's HPC images point NCCL_TOPO_FILE at the same files).
+  std::string nccl_topo_file;
 };
 
 }  // namespace paratune::probe

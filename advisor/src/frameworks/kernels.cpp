@@ -1,0 +1,116 @@
+// Optional kernels: which settings use them, per framework version, and what a site without them runs instead.
+// Flags: tests/contracts/megatron--*.json (--moe-enable-deepep; main's --moe-flex-dispatcher-backend),
+// nemo--2.4.json (model.config.moe_enable_deepep).
+#include "paratune/advisor/framework_kernels.h"
+
+#include "paratune/advisor/catalog.h"
+#include "paratune/advisor/framework_versions.h"
+
+namespace paratune::advisor {
+
+namespace {
+
+bool megatron_core(Framework f) { return f == Framework::Megatron || f == Framework::Nemo; }
+
+bool hopper_or_blackwell(const Scenario& s) {
+  if (!is_gpu_key(s.cluster.gpu)) return false;
+  const GpuArch a = effective_gpu(s.cluster).arch;
+  return a == GpuArch::Hopper || a == GpuArch::Blackwell;
+}
+
+// Megatron-LM main names the backend; 0.14/0.15 and NeMo 2.4 have DeepEP only (--moe-enable-deepep).
+bool has_backend_choice(const Scenario& s, Framework f) {
+  return f == Framework::Megatron && version_for(s, f).id == "main";
+}
+
+// Megatron-Core's TP overlap (userbuffers) is Transformer Engine's; on by default on Hopper/Blackwell where TE is.
+bool te_tp_overlap(const Scenario& s, const Layout& l, Framework f) {
+  const bool by_default = hopper_or_blackwell(s) && !s.cluster.lacks(Kernel::TransformerEngine);
+  return megatron_core(f) && l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(by_default);
+}
+
+// Megatron-Core's default attention on Hopper/Blackwell is TE's fused cuDNN kernel (docs/model.md, software stack);
+// without TE it is another (settle_kernel_defaults).
+bool te_attention(const Scenario& s, Framework f) {
+  if (!megatron_core(f)) return false;
+  if (s.training.attention) return *s.training.attention == Attention::Cudnn;
+  return hopper_or_blackwell(s) && s.training.flash_attention.value_or(true) &&
+         !s.cluster.lacks(Kernel::TransformerEngine);
+}
+
+}  // namespace
+
+std::optional<Kernel> flex_backend(const Scenario& s, Framework f) {
+  const bool spans_nodes = s.cluster.nvlink_domain > s.cluster.gpus_per_node;
+  std::vector<Kernel> order{Kernel::DeepEP};
+  if (has_backend_choice(s, f))
+    order = spans_nodes ? std::vector<Kernel>{Kernel::HybridEP, Kernel::DeepEP}
+                        : std::vector<Kernel>{Kernel::DeepEP, Kernel::HybridEP};
+  for (Kernel k : order)
+    if (!s.cluster.lacks(k)) return k;
+  return std::nullopt;
+}
+
+std::vector<KernelNeed> kernels_needed(const Scenario& s, const Layout& l, Framework f) {
+  std::vector<KernelNeed> out;
+  if (s.model.is_moe() && l.dispatcher == Dispatcher::Flex) {
+    const std::optional<Kernel> b = flex_backend(s, f);
+    const Kernel k = b.value_or(Kernel::DeepEP);
+    out.push_back({k, std::string("the flex token dispatcher (") +
+                          (has_backend_choice(s, f) ? "--moe-flex-dispatcher-backend=" + std::string(to_string(k))
+                           : f == Framework::Nemo   ? std::string("model.config.moe_enable_deepep=true")
+                                                    : std::string("--moe-enable-deepep")) +
+                          ")"});
+  }
+  if (megatron_core(f)) {
+    if (s.training.precision == Precision::Fp8)
+      out.push_back({Kernel::TransformerEngine, "FP8 training (Megatron-Core's FP8 is Transformer Engine's)"});
+    if (te_tp_overlap(s, l, f))
+      out.push_back({Kernel::TransformerEngine, "TP communication overlap (--tp-comm-overlap: TE userbuffers)"});
+    if (te_attention(s, f))
+      out.push_back({Kernel::TransformerEngine, "fused cuDNN attention (Transformer Engine's)"});
+  }
+  if (s.training.attention == Attention::Flash3)
+    out.push_back({Kernel::FlashAttention3, "attention = flash3 (the flash-attn 3 package)"});
+  return out;
+}
+
+std::string kernel_problem(const Scenario& s, const Layout& l, Framework f) {
+  if (s.model.is_moe() && l.dispatcher == Dispatcher::Flex && !flex_backend(s, f))
+    return std::string("dispatcher flex needs ") + (has_backend_choice(s, f) ? "DeepEP or HybridEP" : "DeepEP") +
+           ", which the site says is not installed (facts.kernels)";
+  for (const KernelNeed& n : kernels_needed(s, l, f))
+    if (s.cluster.lacks(n.kernel))
+      return n.why + " needs " + to_string(n.kernel) + ", which the site says is not installed (facts.kernels)";
+  return "";
+}
+
+std::vector<std::string> settle_kernel_defaults(Scenario& s) {
+  std::vector<std::string> changed;
+  TrainingSpec& t = s.training;
+  if (!megatron_core(t.framework) || !s.cluster.lacks(Kernel::TransformerEngine)) return changed;
+  if (!t.tp_comm_overlap && hopper_or_blackwell(s)) {
+    t.tp_comm_overlap = false;
+    changed.push_back("TP communication overlap off: it is Transformer Engine's (userbuffers), not installed");
+  }
+  if (!t.attention && hopper_or_blackwell(s) && t.flash_attention.value_or(true)) {
+    t.attention = s.cluster.lacks(Kernel::FlashAttention3) ? Attention::Flash2 : Attention::Flash3;
+    changed.push_back(std::string("attention from ") + (t.attention == Attention::Flash3 ? "FlashAttention-3" :
+                      "FlashAttention-2") + " in place of Transformer Engine's fused cuDNN kernel (not installed)");
+  }
+  return changed;
+}
+
+std::vector<std::string> kernel_notes(const Scenario& s, const Plan& p) {
+  std::vector<std::string> out;
+  for (const KernelNeed& n : kernels_needed(s, p.layout, p.framework))
+    out.push_back(std::string("needs ") + to_string(n.kernel) + " for " + n.why +
+                  (s.cluster.kernels ? " (installed, site facts.kernels)"
+                                     : " (installation not stated: the site policy's facts.kernels says what is)"));
+  if (megatron_core(p.framework) && s.cluster.lacks(Kernel::TransformerEngine))
+    out.push_back("Transformer Engine not installed (facts.kernels): Megatron-Core runs its local implementation "
+                  "(--transformer-impl=local / model.config.transformer_impl=local)");
+  return out;
+}
+
+}  // namespace paratune::advisor

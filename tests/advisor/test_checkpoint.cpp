@@ -1,0 +1,110 @@
+// Checkpoints across restarts (framework_checkpoint.h): the format is stated in the arguments, and a resumed run
+// keeps the previous plan's format and sharding family, re-planning only what the format reshards (Megatron
+// torch_dist: TP/PP/DP/CP/EP; Megatron-FSDP fsdp_dtensor and PyTorch DCP: DP; DeepSpeed's ZeRO checkpoint: nothing).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "paratune/advisor/advisor.h"
+#include "paratune/advisor/framework_args.h"
+#include "paratune/advisor/framework_checkpoint.h"
+
+using namespace paratune::advisor;
+
+namespace {
+
+Scenario v100(int gpus, Framework f = Framework::Megatron) {
+  Scenario s;
+  s.model = model_preset("llama3-8b");
+  s.training.framework = f;
+  s.training.precision = Precision::Fp16;
+  s.training.global_batch = 64;
+  s.cluster.gpu = "v100-sxm3-32gb";
+  s.cluster.nodes = 1;
+  s.cluster.gpus_per_node = gpus;
+  s.cluster.nvlink_domain = gpus;
+  return s;
+}
+
+std::string args_of(const Scenario& s, const Plan& p) { return "\n" + framework_args(s, p).files.at(0).content; }
+
+bool mentions(const std::vector<std::string>& notes, const std::string& what) {
+  return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+}
+
+ResumeFrom from(const Plan& p, const char* origin = "run1/plan.json") { return {origin, p.framework, "", p.layout}; }
+
+}  // namespace
+
+TEST(Checkpoint, FormatIsStatedInTheArguments) {
+  const Scenario s = v100(8);
+  Plan p = advise(s);
+  ASSERT_EQ(p.layout.zero_stage, 3);
+  EXPECT_NE(args_of(s, p).find("\n--ckpt-format=fsdp_dtensor\n"), std::string::npos);
+  EXPECT_TRUE(mentions(p.notes, "checkpoint: megatron fsdp_dtensor, ZeRO 3 (Megatron-FSDP)"));
+  p.layout.zero_stage = 1;
+  EXPECT_NE(args_of(s, p).find("\n--ckpt-format=torch_dist\n"), std::string::npos) << "Megatron's default, stated";
+}
+
+// The case: the same job on more GPUs, planned afresh, changes a degree its checkpoint format cannot
+// reshard; resumed, it keeps them and re-plans DP only.
+TEST(Checkpoint, ResumedRunKeepsWhatFsdpDtensorCannotReshard) {
+  const Plan first = advise(v100(8));
+  ASSERT_EQ(checkpoint_format(first.framework, first.layout).format, "fsdp_dtensor");
+  const Plan fresh = advise(v100(16));
+  ASSERT_NE(fresh.layout.tp, first.layout.tp) << "positive control: planned afresh, TP changes";
+
+  Scenario s = v100(16);
+  const auto notes = keep_checkpoint(s, from(first));
+  const Plan resumed = advise(s);
+  EXPECT_EQ(resumed.layout.tp, first.layout.tp);
+  EXPECT_EQ(resumed.layout.pp, first.layout.pp);
+  EXPECT_EQ(resumed.layout.cp, first.layout.cp);
+  EXPECT_EQ(resumed.layout.zero_stage, 3);
+  EXPECT_EQ(resumed.layout.dp, 16 / (first.layout.tp * first.layout.pp * first.layout.cp));
+  EXPECT_NE(args_of(s, resumed).find("\n--ckpt-format=fsdp_dtensor\n"), std::string::npos);
+  EXPECT_TRUE(mentions(notes, "kept megatron with checkpoint format fsdp_dtensor and ZeRO 3 (Megatron-FSDP), tp="))
+      << notes.back();
+  EXPECT_TRUE(mentions(notes, "reshards dp, so those are re-planned")) << notes.back();
+}
+
+TEST(Checkpoint, TorchDistReplansTpPpDp) {
+  Plan first = advise(v100(8));
+  first.layout.zero_stage = 1;  // a distributed-optimizer run: torch_dist
+  Scenario s = v100(16);
+  const auto notes = keep_checkpoint(s, from(first));
+  EXPECT_FALSE(s.parallel.tp || s.parallel.pp || s.parallel.dp || s.parallel.cp) << "torch_dist reshards them";
+  EXPECT_EQ(s.parallel.zero_stage, 1) << "the sharding family is kept";
+  EXPECT_TRUE(mentions(notes, "reshards tp, pp, dp, cp, ep")) << notes.back();
+  EXPECT_NE(args_of(s, advise(s)).find("\n--ckpt-format=torch_dist\n"), std::string::npos);
+}
+
+TEST(Checkpoint, FrameworkAndUserDegreesYieldToTheCheckpoint) {
+  const Plan first = advise(v100(8));
+  Scenario s = v100(16, Framework::Fsdp);
+  s.parallel.tp = 8;
+  const auto notes = keep_checkpoint(s, from(first));
+  EXPECT_EQ(s.training.framework, Framework::Megatron);
+  EXPECT_EQ(s.parallel.tp, first.layout.tp);
+  EXPECT_TRUE(mentions(notes, "framework megatron kept (asked fsdp)"));
+  EXPECT_TRUE(mentions(notes, "tp=8 asked, but the checkpoint format cannot reshard tp: kept tp="));
+}
+
+TEST(Checkpoint, DeepSpeedKeepsTheWholeLayoutAndSaysWhenItCannot) {
+  Scenario ds = v100(8, Framework::DeepSpeed);
+  ds.model.seq_len = 2048;  // plain DeepSpeed has no TP: a shorter sequence fits 8 V100s
+  const Plan first = advise(ds);
+  EXPECT_TRUE(checkpoint_format(Framework::DeepSpeed, first.layout).reshards.empty());
+  Scenario same = ds;
+  keep_checkpoint(same, from(first));
+  EXPECT_EQ(advise(same).layout.dp, first.layout.dp);
+  Scenario other = v100(4, Framework::DeepSpeed);
+  try {
+    keep_checkpoint(other, from(first));
+    FAIL() << "a DeepSpeed ZeRO checkpoint was resumed on another data-parallel size";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("resume from run1/plan.json: its deepspeed_zero checkpoint keeps"),
+              std::string::npos)
+        << e.what();
+  }
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Checks the argv each example launch delivered (argv_path_test.sh) with the frameworks' rebuilt parsers.
+
+  check_argv.py CASES_DIR CONTRACTS_DIR
+
+CASES_DIR/<case>/argv holds the argv the launched program (torchrun or nemo) received, NUL-separated, the program
+name first; case.json what it must say (the model preset's facts and the plan the files were written for). Exit 0
+when every case parses as its framework would and carries the plan's values; else 1, one line per failure.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import parsers  # noqa: E402
+from parsers import Reject  # noqa: E402
+
+
+def expect(what, got, want):
+    if got != want:
+        raise Reject("%s: got %r, want %r" % (what, got, want))
+
+
+def parse(fn, *args):
+    try:
+        return fn(*args)
+    except SystemExit as e:  # a real parser (python3-torch's torchrun) exits on bad input
+        raise Reject("the parser exited with status %s" % e.code)
+
+
+def check_megatron(f, ns):
+    expect("--tensor-model-parallel-size", ns.tensor_model_parallel_size, f["tp"])
+    expect("--pipeline-model-parallel-size", ns.pipeline_model_parallel_size, f["pp"])
+    expect("--micro-batch-size", ns.micro_batch_size, f["micro_batch"])
+    expect("--global-batch-size", ns.global_batch_size, f["global_batch"])
+    expect("--seq-length", ns.seq_length, f["seq_len"])
+    if f["moe"]:
+        expect("--expert-model-parallel-size", ns.expert_model_parallel_size, f["ep"])
+        expect("--expert-tensor-parallel-size", ns.expert_tensor_parallel_size, f["etp"])
+        expect("--moe-token-dispatcher-type", ns.moe_token_dispatcher_type, f["dispatcher"])
+        if f["moe_dense_layers"] > 0:  # the preset's facts: leading dense layers, then MoE layers
+            dense, layers = f["moe_dense_layers"], f["layers"]
+            expect("--moe-layer-freq", ns.moe_layer_freq, [0] * dense + [1] * (layers - dense))
+    layout = getattr(ns, "pipeline_model_parallel_layout", None)
+    if layout is not None:
+        stages = parsers.layout_stages(layout)
+        expect("layout stages", len(stages), f["pp"] * max(1, f["vpp"]))
+        expect("layout transformer layers", sum(s.count("t") for s in stages), f["layers"])
+        expect("layout MTP layers", sum(s.count("m") for s in stages), f["mtp_layers"])
+
+
+def check_nemo(f, kv):
+    expect("tensor_model_parallel_size", kv["trainer.strategy.tensor_model_parallel_size"], f["tp"])
+    expect("pipeline_model_parallel_size", kv["trainer.strategy.pipeline_model_parallel_size"], f["pp"])
+    expect("data.micro_batch_size", kv["data.micro_batch_size"], f["micro_batch"])
+    expect("data.global_batch_size", kv["data.global_batch_size"], f["global_batch"])
+    expect("data.seq_length", kv["data.seq_length"], f["seq_len"])
+    expect("trainer.num_nodes", kv["trainer.num_nodes"], f["nodes"])
+    if f["moe"]:
+        expect("expert_model_parallel_size", kv["trainer.strategy.expert_model_parallel_size"], f["ep"])
+        expect("moe_token_dispatcher_type", kv["model.config.moe_token_dispatcher_type"], f["dispatcher"])
+    layout = kv.get("trainer.strategy.pipeline_model_parallel_layout")
+    if layout is not None:
+        stages = parsers.layout_stages(layout)
+        expect("layout stages", len(stages), f["pp"] * max(1, f["vpp"]))
+        expect("layout transformer layers", sum(s.count("t") for s in stages), f["layers"])
+
+
+def check_json_file(path, f, contracts):
+    with open(path) as fh:
+        cfg = json.load(fh)
+    if f["framework"] == "deepspeed":
+        top = set(parsers.contract(contracts, "deepspeed--" + ("0.16" if f["version"] == "megatron-deepspeed"
+                                                                else f["version"]))["top_level_keys"])
+        unknown = sorted(set(cfg) - top)
+        if unknown:
+            raise Reject("not DeepSpeed config keys: %s" % unknown)
+        expect("train_batch_size", cfg["train_batch_size"], f["global_batch"])
+    else:
+        expect("training.data_parallel_size", cfg["training"]["data_parallel_size"], f["dp"])
+        expect("training.seq_len", cfg["training"]["seq_len"], f["seq_len"])
+
+
+def check_torchtitan(f, args, contracts):
+    if f["version"] == "main":
+        kv = parse(parsers.parse_torchtitan_main, contracts, args)
+        expect("parallelism.tensor_parallel_degree", kv["parallelism.tensor_parallel_degree"], f["tp"])
+        expect("parallelism.pipeline_parallel_degree", kv["parallelism.pipeline_parallel_degree"], f["pp"])
+        expect("training.max_context_length", kv["training.max_context_length"], f["seq_len"])
+        if f["moe"]:
+            expect("parallelism.expert_parallel_degree", kv["parallelism.expert_parallel_degree"], f["ep"])
+    else:
+        cfg = parse(parsers.parse_torchtitan_v02, contracts, args)
+        expect("[parallelism] tensor_parallel_degree", cfg["parallelism"]["tensor_parallel_degree"], f["tp"])
+        expect("[parallelism] pipeline_parallel_degree", cfg["parallelism"]["pipeline_parallel_degree"], f["pp"])
+        expect("[training] seq_len", cfg["training"]["seq_len"], f["seq_len"])
+
+
+def check_torchrun_launch(f, args, torchrun, contracts):
+    ns = parse(torchrun.parse_args, args)
+    expect("torchrun --nnodes", str(ns.nnodes), str(f["nodes"]))
+    expect("torchrun --nproc_per_node", str(ns.nproc_per_node), str(f["gpus_per_node"]))
+    expect("torchrun --rdzv_endpoint", ns.rdzv_endpoint, f["master"])
+    expect("torchrun --rdzv_id", ns.rdzv_id, f["job_id"])
+    script, rest = ns.training_script, ns.training_script_args
+    fw, version = f["framework"], f["version"]
+    if fw == "megatron":
+        expect("script", os.path.basename(script), "pretrain_gpt.py")
+        check_megatron(f, parse(parsers.parse_megatron, contracts, version, rest))
+    elif fw == "deepspeed" and version == "megatron-deepspeed":
+        expect("script", os.path.basename(script), "pretrain_gpt.py")
+        ns2 = parse(parsers.parse_megatron_deepspeed, contracts, rest)
+        expect("--tensor-model-parallel-size", ns2.tensor_model_parallel_size, f["tp"])
+        expect("--pipeline-model-parallel-size", ns2.pipeline_model_parallel_size, f["pp"])
+        expect("--deepspeed", ns2.deepspeed, True)
+        check_json_file(ns2.deepspeed_config, f, contracts)
+    elif fw in ("deepspeed", "fsdp"):
+        expect("script arguments", len(rest), 1)
+        check_json_file(rest[0], f, contracts)
+    elif fw == "torchtitan":
+        expect("torchrun -m", bool(ns.module), True)
+        expect("module", script, "torchtitan.train")
+        check_torchtitan(f, rest, contracts)
+    else:
+        raise Reject("no launch check for framework %s" % fw)
+
+
+def check_case(case_dir, contracts, torchrun):
+    with open(os.path.join(case_dir, "case.json")) as fh:
+        f = json.load(fh)
+    with open(os.path.join(case_dir, "argv"), "rb") as fh:
+        argv = [a.decode() for a in fh.read().split(b"\0")[:-1]]
+    if not argv:
+        raise Reject("the launch delivered no argv")
+    prog, args = os.path.basename(argv[0]), argv[1:]
+    if f["framework"] == "nemo":
+        expect("program", prog, "nemo")
+        check_nemo(f, parse(parsers.parse_nemo, contracts, args))
+    else:
+        expect("program", prog, "torchrun")
+        check_torchrun_launch(f, args, torchrun, contracts)
+    return f
+
+
+def negative_controls(contracts):
+    """The rebuilt checks must bite: the forms that broke launches are refused."""
+    problems = []
+    for bad in ['"([0]*3+[1]*58)"', "([0]*3+[1]*58"]:
+        try:
+            parsers.parse_megatron(contracts, "core_v0.15", ["--moe-layer-freq", bad])
+            problems.append("negative control: --moe-layer-freq %s was accepted" % bad)
+        except Reject:
+            pass
+    try:
+        parsers.parse_megatron(contracts, "core_v0.15", ["--pipeline-model-parallel-size", "2",
+                                                         "--pipeline-model-parallel-layout", '"Et|tL"'])
+        problems.append("negative control: a quoted pipeline layout was accepted")
+    except Reject:
+        pass
+    ok = parsers.parse_megatron(contracts, "core_v0.15", ["--moe-layer-freq", "([0]*3+[1]*58)"])
+    if ok.moe_layer_freq != [0] * 3 + [1] * 58:
+        problems.append("positive control: --moe-layer-freq ([0]*3+[1]*58) gave %r" % ok.moe_layer_freq)
+    return problems
+
+
+def main():
+    cases_dir, contracts = sys.argv[1], sys.argv[2]
+    torchrun, torchrun_source = parsers.torchrun_parser(contracts)
+    print("torchrun parser: " + torchrun_source)
+    failures = negative_controls(contracts)
+    checked = {}
+    for name in sorted(os.listdir(cases_dir)):
+        d = os.path.join(cases_dir, name)
+        if not os.path.isdir(d):
+            continue
+        try:
+            f = check_case(d, contracts, torchrun)
+            key = "%s %s" % (f["framework"], f["version"])
+            checked[key] = checked.get(key, 0) + 1
+        except (Reject, KeyError, ValueError, OSError) as e:
+            failures.append("%s: %s: %s" % (name, type(e).__name__, e))
+    for key in sorted(checked):
+        print("checked %3d launches of %s" % (checked[key], key))
+    for line in failures:
+        print("FAIL " + line)
+    print("%d launches checked, %d failures" % (sum(checked.values()), len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+// Writes the framework argument files paratune emits, one directory per case, for the argv-path test
+// (argv_path_test.sh): every model preset x every supported framework version (the advised plan at the smallest
+// node count that fits), plus fixed layouts that reach the special forms (an explicit MoE pipeline layout, the flex
+// dispatcher, expert TP, Megatron-FSDP, FP8, Megatron-DeepSpeed with TP/PP, torchtitan's compile and pipeline).
+//
+//   emit_cases OUTDIR   OUTDIR/<case>/: plan.json, the args files, torchrun.args, case.json, launch.env
+//                       ("FRAMEWORK VERSION ARGS_FILE NODES") and args_text (what $PARATUNE_ARGS_TEXT would hold)
+//
+// case.json holds what the launched argv must say, taken from the model preset's facts (layers, dense layers, MTP)
+// and from the plan the files were written for (the input of the path under test, not its output).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "paratune/advisor/advisor.h"
+#include "paratune/advisor/env.h"
+#include "paratune/advisor/framework_args.h"
+#include "paratune/advisor/framework_versions.h"
+
+using namespace paratune::advisor;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+Scenario scenario(const std::string& preset, Framework f, const std::string& version, int nodes) {
+  Scenario s;
+  s.model = model_preset(preset);
+  s.training.framework = f;
+  s.training.framework_version = version;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = nodes;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  s.training.global_batch = std::max(16 * nodes * 8, 4 * 1024 * 1024 / std::max(1, s.model.seq_len));
+  s.training.global_batch -= s.training.global_batch % (nodes * 8);
+  return s;
+}
+
+// The launch the plugin would write: rendezvous host, port and job id known.
+const Launch kLaunch{"node-0", "29500", "4242"};
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+json facts(const Scenario& s, const Plan& p, const FrameworkArgs& a) {
+  const Layout& l = p.layout;
+  std::string text = a.files.front().content;  // $PARATUNE_ARGS_TEXT: the content without its final newline
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return {{"preset", s.model.name},
+          {"framework", to_string(p.framework)},
+          {"version", a.version},
+          {"args_file", a.files.front().name},
+          {"args_files", [&] {
+             json names = json::array();
+             for (const auto& f : a.files) names.push_back(f.name);
+             return names;
+           }()},
+          {"args_text", text},
+          {"layers", s.model.layers},
+          {"moe", s.model.is_moe()},
+          {"moe_dense_layers", s.model.moe_dense_layers},
+          {"mtp_layers", s.model.mtp_layers},
+          {"seq_len", s.model.seq_len},
+          {"global_batch", s.training.global_batch},
+          {"nodes", s.cluster.nodes},
+          {"gpus_per_node", s.cluster.gpus_per_node},
+          {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.virtual_stages}, {"dp", l.dp},
+          {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"ep", l.ep}, {"etp", l.etp},
+          {"dispatcher", to_string(l.dispatcher)},
+          {"master", kLaunch.master_addr + ":" + kLaunch.master_port},
+          {"job_id", kLaunch.job_id}};
+}
+
+int emit(const fs::path& dir, const Scenario& s, const Plan& p) {
+  fs::create_directories(dir);
+  const FrameworkArgs a = framework_args(s, p, kLaunch);
+  for (const auto& f : a.files) write(dir / f.name, f.content);
+  write(dir / "torchrun.args", a.torchrun);
+  write(dir / "plan.json", "{}\n");  // the examples only take its directory
+  const json f = facts(s, p, a);
+  write(dir / "case.json", f.dump(1) + "\n");
+  // For the shell: what the plugin would export (words without blanks) and $PARATUNE_ARGS_TEXT.
+  write(dir / "launch.env", f["framework"].get<std::string>() + " " + f["version"].get<std::string>() + " " +
+                                f["args_file"].get<std::string>() + " " + std::to_string(s.cluster.nodes) + "\n");
+  write(dir / "args_text", f["args_text"].get<std::string>());
+  return 1;
+}
+
+// The advised plan at the smallest node count (of 1 ... 256) it fits on; "" or why none did.
+std::string advised(const std::string& preset, const FrameworkVersion& v, const fs::path& out, int& written) {
+  std::string why = "no node count tried";
+  for (int nodes : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+    Scenario s = scenario(preset, v.framework, v.id, nodes);
+    try {
+      validate(s);
+      SearchLimits lim;
+      lim.time_budget_s = 2.0;
+      const Plan p = advise(s, lim);
+      written += emit(out / (preset + "__" + to_string(v.framework) + "__" + v.id), s, p);
+      return "";
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+  }
+  return why;
+}
+
+// A fixed layout the version runs (layout_problem must be empty: the search could reach it).
+Plan fixed(const Scenario& s, int tp, int pp, int vpp, int zero, Recompute r, int ep = 1, int etp = 1,
+           Dispatcher d = Dispatcher::AllToAll) {
+  Plan p;
+  p.framework = s.training.framework;
+  Layout& l = p.layout;
+  l.tp = tp; l.pp = pp; l.virtual_stages = vpp; l.zero_stage = zero; l.recompute = r; l.sequence_parallel = tp > 1;
+  l.dp = s.total_gpus() / (tp * pp);
+  l.ep = ep; l.etp = etp; l.dispatcher = d;
+  const std::string why = layout_problem(s, l, p.framework);
+  if (!why.empty()) throw std::runtime_error("fixed layout refused: " + why);
+  p.env = synthesize_env(s, p.framework, l, 60);
+  return p;
+}
+
+int special_cases(const fs::path& out) {
+  int n = 0;
+  for (const auto& v : framework_versions()) {
+    const Framework f = v.framework;
+    const std::string tag = std::string(to_string(f)) + "__" + v.id;
+    if (f == Framework::Megatron || f == Framework::Nemo) {
+      Scenario v3 = scenario("deepseek-v3", f, v.id, 64);
+      v3.training.precision = Precision::Fp8;
+      n += emit(out / ("fixed-deepseek-v3-pp8-vpp4-ep64-flex__" + tag), v3,
+                fixed(v3, 2, 8, 4, 1, Recompute::Selective, 64, 1, Dispatcher::Flex));
+      Scenario mx = scenario("mixtral-8x7b", f, v.id, 2);
+      mx.model.moe_capacity_factor = 1.25;
+      n += emit(out / ("fixed-mixtral-8x7b-etp4-capacity__" + tag), mx, fixed(mx, 4, 1, 1, 1, Recompute::Full, 2, 4));
+      Scenario s405 = scenario("llama3.1-405b", f, v.id, 64);
+      n += emit(out / ("fixed-405b-uneven-pp8-vpp4__" + tag), s405, fixed(s405, 8, 8, 4, 1, Recompute::Selective));
+      Scenario s8 = scenario("llama3-8b", f, v.id, 1);
+      n += emit(out / ("fixed-8b-megatron-fsdp__" + tag), s8, fixed(s8, 2, 1, 1, 3, Recompute::Full));
+    }
+    if (f == Framework::Torchtitan) {
+      Scenario s70 = scenario("llama3-70b", f, v.id, 8);
+      s70.training.compile = true;
+      n += emit(out / ("fixed-70b-pp4-vpp2-compile__" + tag), s70, fixed(s70, 8, 4, 2, 3, Recompute::Full));
+    }
+    if (f == Framework::DeepSpeed && v.id == "megatron-deepspeed") {
+      Scenario sds = scenario("llama3-70b", f, v.id, 8);
+      n += emit(out / ("fixed-70b-tp8-pp2__" + tag), sds, fixed(sds, 8, 2, 1, 1, Recompute::Full));
+    }
+    if (f != Framework::DeepSpeed && f != Framework::Fsdp) {
+      Scenario s70 = scenario("llama3-70b", f, v.id, 8);
+      s70.training.precision = Precision::Fp8;
+      n += emit(out / ("fp8-llama3-70b__" + tag), s70, advise(s70));
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: emit_cases OUTDIR\n";
+    return 2;
+  }
+  const fs::path out = argv[1];
+  int written = 0;
+  json refused = json::object();
+  try {
+    for (const auto& preset : model_preset_keys())
+      for (const auto& v : framework_versions()) {
+        const std::string why = advised(preset, v, out, written);
+        if (!why.empty()) refused[preset + "__" + to_string(v.framework) + "__" + v.id] = why;
+      }
+    written += special_cases(out);
+  } catch (const std::exception& e) {
+    std::cerr << "emit_cases: " << e.what() << "\n";
+    return 1;
+  }
+  write(out / "refused.json", refused.dump(1) + "\n");
+  std::printf("emit_cases: %d cases written, %zu preset x version combinations refused (refused.json)\n", written,
+              refused.size());
+  return 0;
+}

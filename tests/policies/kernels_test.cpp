@@ -1,0 +1,146 @@
+// The site's optional kernels (facts.kernels) and expert-parallel limits (limits.max_ep, limits.dispatchers):
+// parsed with exact messages, resolved per partition, applied to the user's settings and to the search, so that a
+// site without DeepEP never gets a plan with the flex dispatcher.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "paratune/advisor/framework_args.h"
+#include "paratune/policies/policy.h"
+
+namespace paratune::policies {
+namespace {
+
+using advisor::Dispatcher;
+using advisor::Kernel;
+
+const char* kSite = R"([defaults.facts]
+kernels = ["te", "flash3"]
+
+[defaults.limits]
+max_ep = 4
+
+[partition.gb200.facts]
+kernels = ["te", "deepep", "hybridep"]
+
+[partition.gb200.limits]
+dispatchers = ["alltoall", "flex"]
+)";
+
+std::string all(const std::vector<PolicyChange>& v) {
+  std::string s;
+  for (const auto& c : v) s += describe(c) + "\n";
+  return s;
+}
+
+bool has_change(const std::vector<PolicyChange>& v, const std::string& text) {
+  return std::any_of(v.begin(), v.end(), [&](const PolicyChange& c) { return describe(c) == text; });
+}
+
+advisor::Scenario mixtral(int nodes) {
+  advisor::Scenario s;
+  s.model = advisor::model_preset("mixtral-8x22b");
+  s.training.global_batch = 1024;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = nodes;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  return s;
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    parse_policy(text, "p.toml");
+  } catch (const PolicyError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(Kernels, ParsedAndResolvedPerPartition) {
+  const PolicyFile f = parse_policy(kSite, "p.toml");
+  const EffectivePolicy d = resolve(f, "batch");
+  ASSERT_TRUE(d.facts.kernels);
+  EXPECT_EQ(*d.facts.kernels, (std::vector<Kernel>{Kernel::TransformerEngine, Kernel::FlashAttention3}));
+  EXPECT_EQ(search_limits(d).max_ep, 4);
+  EXPECT_TRUE(search_limits(d).dispatchers.empty());
+  const EffectivePolicy g = resolve(f, "gb200");
+  EXPECT_EQ(g.facts.kernels->size(), 3u);
+  EXPECT_EQ(search_limits(g).dispatchers, (std::vector<Dispatcher>{Dispatcher::AllToAll, Dispatcher::Flex}));
+  EXPECT_NE(summary(g).find("dispatchers [alltoall, flex]"), std::string::npos) << summary(g);
+  EXPECT_NE(summary(g).find("kernels installed [te, deepep, hybridep]"), std::string::npos) << summary(g);
+}
+
+TEST(Kernels, ExactMessages) {
+  EXPECT_EQ(parse_error("[defaults.facts]\nkernels = [\"nccl\"]\n"),
+            "p.toml:2:12: defaults.facts.kernels[0]: got \"nccl\"; valid: deepep, hybridep, te, flash3");
+  EXPECT_EQ(parse_error("[defaults.limits]\ndispatchers = []\n"),
+            "p.toml:2:15: defaults.limits.dispatchers: empty list; valid: a non-empty list from alltoall, allgather, "
+            "flex");
+  EXPECT_EQ(parse_error("[defaults.limits]\nmax_ep = 0\n"), "p.toml:2:10: defaults.limits.max_ep: got 0; valid: 1..65536");
+  EXPECT_EQ(parse_error("[defaults.facts]\nkernels = []\n"), "(no error)") << "[] = none of them installed";
+}
+
+// A site without DeepEP: the user's dispatcher=flex and ep beyond the cap are removed, and the plan has no flex.
+TEST(Kernels, SiteWithoutDeepEPNeverGetsTheFlexDispatcher) {
+  const EffectivePolicy p = resolve(parse_policy(kSite, "p.toml"), "batch");
+  advisor::Scenario s = mixtral(8);
+  ASSERT_EQ(advisor::advise(s).layout.dispatcher, Dispatcher::Flex) << "positive control: flex wins without a policy";
+  s.parallel.dispatcher = Dispatcher::Flex;
+  s.parallel.ep = 8;
+  const auto ch = apply_to_scenario(p, s);
+  EXPECT_FALSE(s.parallel.dispatcher.has_value()) << all(ch);
+  EXPECT_FALSE(s.parallel.ep.has_value()) << all(ch);
+  EXPECT_TRUE(has_change(ch, "EP capped at 4 — [defaults] limits.max_ep = 4 (user asked ep=8; the search picks ep "
+                             "<= 4)"))
+      << all(ch);
+  EXPECT_TRUE(has_change(ch, "dispatcher flex not available (user asked dispatcher=flex) — [defaults] facts.kernels "
+                             "lists no DeepEP/HybridEP backend the framework version can use; the search picks "
+                             "alltoall or allgather"))
+      << all(ch);
+  advisor::validate(s);
+  const advisor::Plan plan = advisor::advise(s, search_limits(p));
+  EXPECT_NE(plan.layout.dispatcher, Dispatcher::Flex);
+  EXPECT_LE(plan.layout.ep, 4);
+  EXPECT_EQ(advisor::framework_args(s, plan).files[0].content.find("deepep"), std::string::npos);
+}
+
+TEST(Kernels, PartitionWithDeepEPKeepsFlexAndTheNotesSaySo) {
+  const EffectivePolicy p = resolve(parse_policy(kSite, "p.toml"), "gb200");
+  advisor::Scenario s = mixtral(8);
+  s.parallel.dispatcher = Dispatcher::Flex;
+  apply_to_scenario(p, s);
+  ASSERT_EQ(s.parallel.dispatcher, Dispatcher::Flex);
+  const advisor::Plan plan = advisor::advise(s, search_limits(p));
+  EXPECT_EQ(plan.layout.dispatcher, Dispatcher::Flex);
+  EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) {
+    return n.find("needs deepep for the flex token dispatcher (--moe-enable-deepep) (installed") != std::string::npos;
+  })) << plan.notes.back();
+}
+
+// No Transformer Engine: the user's TE-only settings are removed and the defaults settled, each change said.
+TEST(Kernels, WithoutTransformerEngine) {
+  const EffectivePolicy p = resolve(parse_policy("[defaults.facts]\nkernels = [\"deepep\"]\n", "p.toml"), "");
+  advisor::Scenario s = mixtral(8);
+  s.training.tp_comm_overlap = true;
+  s.training.attention = advisor::Attention::Flash3;
+  const auto ch = apply_to_scenario(p, s);
+  EXPECT_EQ(s.training.tp_comm_overlap, false) << all(ch);
+  EXPECT_EQ(s.training.attention, advisor::Attention::Flash2) << all(ch);
+  EXPECT_TRUE(has_change(ch, "attention flash3 not used (user asked attention=flash3) — [defaults] facts.kernels = "
+                             "[deepep]: FlashAttention-3 not installed"))
+      << all(ch);
+  EXPECT_TRUE(has_change(ch, "TP communication overlap off (user asked tp_overlap=yes) — [defaults] facts.kernels = "
+                             "[deepep]: it is Transformer Engine's"))
+      << all(ch);
+  advisor::validate(s);
+  s.training.precision = advisor::Precision::Fp8;
+  EXPECT_THROW(advisor::validate(s), std::invalid_argument) << "FP8 in Megatron-Core is Transformer Engine's";
+}
+
+}  // namespace paratune::policies
