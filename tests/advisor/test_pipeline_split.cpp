@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "paratune/advisor/advisor.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/model.h"
@@ -219,4 +220,42 @@ TEST(PlannedStages, NeverSlowerThanTheDefaultSplit) {
       EXPECT_LE(ev.evaluate(planned).step_s, ev.evaluate(l).step_s * (1 + 1e-9)) << preset << " pp " << pp;
     }
   }
+}
+
+// advise balances the stages of Megatron and NeMo and the arguments carry the split: DeepSeek-V3 with pp 8 on H100
+// gets NVIDIA's own layout for it (Megatron-Bridge _get_deepseek_v3_pipeline_layout: the embedding and 8 layers,
+// 8 on each of the six middle ranks, 5 with MTP and the loss), and the plan's notes say so.
+TEST(PlannedStages, AdviseEmitsTheBalancedLayout) {
+  Scenario s;
+  s.model = model_preset("deepseek-v3");
+  s.training.global_batch = 4096;
+  s.training.precision = Precision::Fp8;
+  s.training.framework = Framework::Megatron;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 128;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  s.parallel.pp = 8;
+  s.parallel.virtual_stages = 1;
+  const Plan p = advise(s);
+  ASSERT_EQ(p.layout.first_stage_layers, 8);
+  ASSERT_EQ(p.layout.last_stage_layers, 5);
+  const std::string args = framework_args(s, p).files.at(0).content;
+  const std::string t8(8, 't');
+  std::string want = "--pipeline-model-parallel-layout=E" + t8;
+  for (int i = 0; i < 6; ++i) want += "|" + t8;
+  want += "|tttttmL\n";
+  EXPECT_NE(args.find(want), std::string::npos) << args;
+  EXPECT_EQ(args.find("--account-for-embedding-in-pipeline-split"), std::string::npos);
+  bool noted = false;
+  for (const auto& n : p.notes) noted |= n.find("pipeline stages balanced by cost: 8 layers") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // A layout the scenario fixes is kept as given, and predict prices it.
+  Scenario fixed = s;
+  fixed.parallel.first_stage_layers = 9;
+  fixed.parallel.last_stage_layers = 4;
+  const Plan q = advise(fixed);
+  EXPECT_EQ(q.layout.first_stage_layers, 9);
+  EXPECT_EQ(q.layout.last_stage_layers, 4);
 }

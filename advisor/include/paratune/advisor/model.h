@@ -167,6 +167,8 @@ class Evaluator {
   // that the slowest rank is as fast as whole layers allow (Megatron's --pipeline-model-parallel-layout expresses
   // it). Unchanged when pp < 2 or the stack splits by its own rule (pipeline_split = balanced).
   Layout with_planned_stages(Layout l) const;
+  // The same from the layout's own evaluation (r = evaluate(l) with the framework's split).
+  Layout with_planned_stages(Layout l, const Result& r) const;
 
   // Time of one collective of `bytes` (the full, unsharded buffer) on a group of `k` GPUs whose ranks are `stride`
   // apart in the global rank order (TP innermost, then CP, DP, PP); concurrent groups of the same kind share the
