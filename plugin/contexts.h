@@ -17,8 +17,11 @@ int remote_task_init(spank_t sp, int ac, char** av);
 int remote_task_exit(spank_t sp, int ac, char** av);
 int remote_exit(spank_t sp, int ac, char** av);
 
-// ctx_slurmd.cpp — slurmd at start: probe the node once into the root-owned cache.
+// ctx_slurmd.cpp — slurmd at start: probe the node once into the root-owned cache; clear old job directories.
 int slurmd_init(spank_t sp, int ac, char** av);
+
+// ctx_job_script.cpp — the job epilog, on every node at the job's end: collect the job's directory in log_dir.
+int job_epilog(spank_t sp, int ac, char** av);
 
 // options.cpp — the --paratune option, registered in every context that uses it.
 int register_option(spank_t sp);

@@ -29,6 +29,7 @@
 #include "job/child_call.h"
 #include "job/decision.h"
 #include "job/decision_child.h"
+#include "job/job_files.h"
 #include "job/log_text.h"
 #include "job/node_checks.h"
 #include "job/metrics_file.h"
@@ -39,6 +40,7 @@
 #include "paratune/probe/probe.h"
 #include "plugin_state.h"
 #include "slurm_nodes.h"
+#include "slurm_step_view.h"
 #include "slurm_topology.h"
 #include "spank_env.h"
 
@@ -89,26 +91,31 @@ void warn_no_job_log(const std::string& path, int err) {
              std::strerror(err));
 }
 
-// <log_dir>/jobs/<jobid>.log, opened as root inside root-owned directories (jobs/ checked like log_dir: root's,
-// not group/world-writable, so no user can plant a link or a file there).
+// <log_dir>/jobs/<jobid>/ (job/job_files.h), opened as root inside root-owned directories (jobs/ checked like
+// log_dir: root's, not group/world-writable, so no user can plant a link or a file there).
 job::UniqueFd jobs_directory(const std::string& log_dir) {
   job::ensure_directory(log_dir, 0755, 0);
   return job::ensure_directory(log_dir + "/jobs", 0750, 0);
 }
 
+job::UniqueFd job_directory() {
+  auto jobs = jobs_directory(state().config.log_dir);
+  return job::open_job_dir(jobs.get(), state().job.job_id);
+}
+
 void open_job_log(const std::string& log_dir, const std::string& job_id) {
-  const std::string jobs_path = log_dir + "/jobs", name = job_id + ".log";
-  job::UniqueFd jobs;
+  const std::string where = log_dir + "/jobs/" + job::job_dir_name(job_id);
+  job::UniqueFd dir;
   try {
-    jobs = jobs_directory(log_dir);
+    dir = job_directory();
   } catch (const std::exception& e) {
-    log().warn("cannot use {}: {}; this job's messages go to the Slurm log only", jobs_path, e.what());
+    log().warn("cannot use {}: {}; this job's messages go to the Slurm log only", where, e.what());
     return;
   }
-  job::UniqueFd fd(::openat(jobs.get(), name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640));
+  job::UniqueFd fd(::openat(dir.get(), job::kJobLogName, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640));
   if (!fd) {
     const int err = errno;  // before building the path: an allocation may change errno
-    return warn_no_job_log(jobs_path + "/" + name, err);
+    return warn_no_job_log(where + "/" + job::kJobLogName, err);
   }
   attach_job_log(fd.get());
   state().job_log_fd = std::move(fd);
@@ -119,28 +126,56 @@ std::string resolve_path(const std::string& path, const std::string& base) {
   return base + "/" + path;
 }
 
-// The site policy for the job's partition. A missing default file means "no policy"; anything else that is
-// wrong is loud: every problem is logged, and on_error decides (read from the broken file where possible).
-bool load_policy(const std::string& partition) {
+// The site policy file, read once per step: nullopt with no error = no policy (a missing default file).
+struct PolicySource {
+  std::optional<policies::PolicyFile> file;
+  std::optional<policies::PolicyError> error;
+};
+
+PolicySource read_policy_file() {
+  auto& s = state();
+  try {
+    return {policies::load_policy_secure(s.config.policy), std::nullopt};
+  } catch (const policies::PolicyError& e) {
+    if (e.kind() == policies::PolicyError::Kind::Missing && !s.config.policy_explicit) return {};
+    return {std::nullopt, e};
+  }
+}
+
+// Whether paratune can do anything at all for a step without --paratune: decide by default, or apply the site's
+// variables. Otherwise the step is left alone before anything is asked of slurmctld.
+bool may_act_without_option(const PolicySource& src) {
+  if (state().config.enabled_by_default || src.error) return true;
+  if (!src.file) return false;
+  auto acts = [](const policies::PolicyLayer& l) {
+    return l.on_by_default.value_or(false) || !l.force.empty() || !l.defaults.empty() || !l.forbid.empty();
+  };
+  if (acts(src.file->defaults)) return true;
+  for (const auto& [name, layer] : src.file->partitions)
+    if (acts(layer)) return true;
+  return false;
+}
+
+// The site policy for the job's partition. Anything wrong with the file is loud: every problem is logged, and
+// on_error decides (read from the broken file where possible).
+bool load_policy(const PolicySource& src, const std::string& partition) {
   auto& s = state();
   s.policy = policies::EffectivePolicy{};
-  try {
-    const auto file = policies::load_policy_secure(s.config.policy);
-    s.policy = policies::resolve(file, partition);
+  if (!src.error) {
+    if (src.file) s.policy = policies::resolve(*src.file, partition);
     return true;
-  } catch (const policies::PolicyError& e) {
-    if (e.kind() == policies::PolicyError::Kind::Missing && !s.config.policy_explicit) return true;
-    s.metric_failures.push_back("policy");
-    for (const auto& p : e.problems()) log().error("policy: {}", p);
-    if (e.fails_closed(partition)) {
-      s.policy.on_error = policies::OnError::Closed;
-      s.fail_closed = "the site policy " + s.config.policy + " is broken (see the Slurm log)";
-      log().error("the broken policy says on_error = \"closed\": the step will fail");
-    } else {
-      log().error("the site policy {} is unusable; paratune does nothing for this job", s.config.policy);
-    }
-    return false;
   }
+  const auto& e = *src.error;
+  s.metric_failures.push_back("policy");
+  for (const auto& p : e.problems()) log().error("policy: {}", p);
+  if (e.fails_closed(partition)) {
+    s.policy.on_error = policies::OnError::Closed;
+    s.fail_closed = "the site policy " + s.config.policy + " is broken (see the Slurm log)";
+    log().error("the broken policy says on_error = \"closed\": the step will fail");
+  } else {
+    log().error("the site policy {} is unusable; paratune does nothing for this job", s.config.policy);
+  }
+  return false;
 }
 
 // The site's calibration (`paratune calibrate` output), read as root: absent is normal, anything else that is
@@ -156,12 +191,12 @@ void load_calibration() {
   }
 }
 
-// Where the plan directory may go, in order: the configured job_dir, the submit directory, /tmp.
+// Where the plan directory may go, in order: the configured job_dir, the submit directory; then a fresh directory
+// under /tmp (job/decision_child.h).
 std::vector<std::string> plan_dir_bases(const std::string& submit_dir) {
   std::vector<std::string> bases;
   if (!state().config.job_dir.empty()) bases.push_back(state().config.job_dir);
   if (!submit_dir.empty()) bases.push_back(submit_dir);
-  bases.push_back("/tmp");
   return bases;
 }
 
@@ -191,17 +226,8 @@ job::JobUser job_user(spank_t sp) {
   return u;
 }
 
-// The step's nodes for the tuning log, from the variable Slurm sets for this kind of step (slurm_nodes.h).
-void record_step_nodes(const job::JobEnvironment& env, bool batch_step, int node_count) {
-  auto& s = state();
-  StepNodes nodes = step_nodes(env, batch_step, node_count);
-  s.node_names = std::move(nodes.names);
-  s.node_list_problem = nodes.problem;
-  s.job.nodelist = nodes.compact.empty() ? s.job.hostname : nodes.compact;
-}
-
-// The identity of the job and step (Slurm's items and the variables Slurm sets, never the user's).
-job::Allocation read_identity(spank_t sp, const job::JobEnvironment& env, unsigned step) {
+// Who runs the job and what it has on this node (Slurm's items, and the GPU variables slurmstepd itself sets).
+void read_identity(spank_t sp, const job::JobEnvironment& env, unsigned step) {
   auto& s = state();
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
@@ -211,12 +237,64 @@ job::Allocation read_identity(spank_t sp, const job::JobEnvironment& env, unsign
   s.job.uid = s.user.uid;
   s.job.gid = s.user.gid;
   s.job.user = s.user.known ? user_name(s.user.uid) : "unknown";
-  job::Allocation alloc = job::allocation_from_env(env, step == kBatchStep);
-  s.job.partition = alloc.partition;
-  s.job.nodes = alloc.nodes;
-  s.job.gpus_on_node = alloc.gpus_on_node;
-  record_step_nodes(env, step == kBatchStep, alloc.nodes);
-  return alloc;
+  s.alloc = job::allocation_from_env(env, step == kBatchStep);
+  s.job.gpus_on_node = s.alloc.gpus_on_node;
+}
+
+// The partition recorded for the job on the nodes that share log_dir (job/job_files.h); nullopt when none.
+std::optional<std::string> partition_recorded_here() {
+  try {
+    return job::recorded_partition(job_directory().get());
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+void record_partition_here(const std::string& partition) {
+  try {
+    job::record_partition(job_directory().get(), partition);
+  } catch (const std::exception& e) {
+    log().debug("job {} step {}: the job's partition is not recorded: {}", state().job.job_id, state().job.step_id,
+                e.what());
+  }
+}
+
+// Partition, node count and node list of the step, from Slurm's own view (slurm_step_view.h): the batch step's
+// environment, which slurmd set; for any other step slurmctld, asked in a bounded child — unless the step only
+// inherits the job's plan and the job's partition is already recorded here (all such a step needs).
+StepView view_of_step(spank_t sp, const job::JobEnvironment& env, unsigned step) {
+  auto& s = state();
+  if (step == kBatchStep) {
+    StepView v = batch_step_view(env);
+    if (!v.partition.empty() && v.partition != partition_recorded_here().value_or("")) record_partition_here(v.partition);
+    return v;
+  }
+  const auto recorded = partition_recorded_here();
+  const int nnodes_item = static_cast<int>(item<uint32_t>(sp, S_JOB_NNODES, 0));
+  if (recorded && env.get("PARATUNE_PLAN")) {
+    StepView v = other_step_view(SlurmctldStep{*recorded, "", ""}, std::nullopt, nnodes_item);
+    v.partition_source = "the job's partition recorded on this node";
+    v.from_slurmctld = false;
+    v.node_list = StepNodes{};  // not needed by a step that inherits the plan: slurmctld is not asked
+    return v;
+  }
+  StepView v = other_step_view(ask_slurmctld(item<uint32_t>(sp, S_JOB_ID, 0), step), recorded, nnodes_item);
+  if (v.from_slurmctld && v.partition != recorded.value_or("")) record_partition_here(v.partition);
+  if (!v.from_slurmctld)
+    log().warn("job {} step {}: {}; partition: {}, node count {} (S_JOB_NNODES), no node names", s.job.job_id,
+               s.job.step_id, v.node_list.problem, v.partition_source, v.nodes);
+  return v;
+}
+
+void take_step_view(const StepView& v) {
+  auto& s = state();
+  s.alloc.partition = v.partition;
+  s.alloc.nodes = v.nodes;
+  s.job.partition = v.partition;
+  s.job.nodes = v.nodes;
+  s.node_names = v.node_list.names;
+  s.node_list_problem = v.node_list.problem;
+  s.job.nodelist = v.node_list.compact.empty() ? s.job.hostname : v.node_list.compact;
 }
 
 // Whether the job's user can read `path` on this node: in a child that becomes the user for good, bounded in time
@@ -255,9 +333,10 @@ void check_inherited_plan(const job::JobEnvironment& env, const std::string& pla
                "recompute), NCCL_*/CUDA_* and the framework arguments in PARATUNE_ARGS_TEXT", s.job.job_id,
                s.job.step_id, s.job.hostname, job::capped(plan));
   try {
-    auto jobs = jobs_directory(s.config.log_dir);
-    job::record_node_check(jobs.get(), s.job.job_id,
-                           {s.job.hostname, s.job.step_id, s.topology->fingerprint, fp, readable});
+    if (!job::record_node_check(job_directory().get(),
+                                {s.job.hostname, s.job.step_id, s.topology->fingerprint, fp, readable}))
+      log().info("job {} step {}: this node's check is not recorded: the job has {} recorded already", s.job.job_id,
+                 s.job.step_id, job::kMaxNodeChecks);
   } catch (const std::exception& e) {
     log().warn("job {} step {}: this node's check is not recorded for the tuning log: {}", s.job.job_id,
                s.job.step_id, e.what());
@@ -287,8 +366,12 @@ int post_opt(spank_t sp) {
   if (step == kExternStep) return 0;
 
   SpankEnvironment env(sp);
-  const job::Allocation alloc = read_identity(sp, env, step);
-  if (!load_policy(alloc.partition)) return 0;
+  read_identity(sp, env, step);
+  const PolicySource policy_file = read_policy_file();
+  if (!s.option_given && !may_act_without_option(policy_file)) return 0;  // nothing to do: ask Slurm nothing
+  take_step_view(view_of_step(sp, env, step));
+  const job::Allocation& alloc = s.alloc;
+  if (!load_policy(policy_file, alloc.partition)) return 0;
   // Until the mode is known, a failure still leaves the site's variables in force for a job that asked for paratune.
   s.env_rules_apply = s.option_given || s.policy.env.all_jobs;
   if (s.option_given) s.spec = job::parse_option_spec(s.option_text);
@@ -354,12 +437,12 @@ void inject_policy_env(job::JobEnvironment& env) {
   log_outcome(job::inject(env, inj.assignments, inj.force, inj.unset));
 }
 
-job::DecideRequest decide_request(const job::JobEnvironment& env) {
+job::DecideRequest decide_request() {
   auto& s = state();
   job::DecideRequest r;
   r.input.config = s.config;
   r.input.spec = *s.spec;
-  r.input.alloc = job::allocation_from_env(env, s.job.step_id == step_name(kBatchStep));
+  r.input.alloc = s.alloc;  // partition and node count from Slurm's view of the step, not its environment
   // torchrun's rendezvous host: the first node of the list Slurm set, as libslurm's hostlist expanded it.
   if (!s.node_names.empty()) r.input.alloc.first_node = s.node_names.front();
   r.input.topology = *s.topology;
@@ -381,6 +464,8 @@ job::DecideRequest decide_request(const job::JobEnvironment& env) {
   r.mode_changes = s.mode_changes;
   r.user = s.user;
   r.job_id = s.job.job_id;
+  r.fallback_base = "/tmp";
+  r.group_readable = s.config.plan_group_read;
   r.timeout_ms = s.config.decide_timeout_ms;
   return r;
 }
@@ -396,7 +481,7 @@ int user_init(spank_t sp) {
   if (!s.deciding_step || !s.topology || !s.spec) return 0;
   // The @FILE read, its parse and the search run in a child that is the job's user, bounded in time: a hostile
   // scenario (50,000 nested tables, a 2^30 global batch) costs that child, never slurmstepd.
-  job::DecidedJob d = job::decide_in_child(decide_request(env));
+  job::DecidedJob d = job::decide_in_child(decide_request());
   s.env_outcome = job::inject(env, d.injection.assignments, d.injection.force, d.injection.unset);
   s.env_injected = true;
   s.report_path = env.get("PARATUNE_REPORT").value_or("");
@@ -442,56 +527,50 @@ void write_tuning_line(const std::string& text) {
     log().warn("tuning log index: {}", problem);
 }
 
-// One tuning-log line per job: the first deciding step of the job claims it (jobs/<id>.line, created O_EXCL in
-// the root-owned jobs directory); later deciding steps (several sruns in one salloc) write none.
+// One tuning-log line per job: the first deciding step of the job claims it (jobs/<id>/line, created O_EXCL in
+// the job's root-owned directory); later deciding steps (several sruns in one salloc) write none.
 // A marker that cannot be made (read-only log_dir, while the policy puts the tuning log elsewhere) must not cost
 // the line: the step writes it, and the Slurm log says why the job may then have more than one.
 bool claim_tuning_line(const std::string& job_id) {
   try {
-    auto jobs = jobs_directory(state().config.log_dir);
-    job::UniqueFd marker(::openat(jobs.get(), (job_id + ".line").c_str(),
-                                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    auto dir = job_directory();
+    job::UniqueFd marker(::openat(dir.get(), job::kLineMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (marker) return true;
     if (errno == EEXIST) return false;
-    throw std::system_error(errno, std::generic_category(), "jobs/" + job_id + ".line");
+    throw std::system_error(errno, std::generic_category(), "jobs/" + job::job_dir_name(job_id) + "/line");
   } catch (const std::exception& e) {
     log().warn("tuning log: cannot mark job {} as logged ({}); writing its line anyway", job_id, e.what());
     return true;
   }
 }
 
-// What the job achieved, from its report: read and parsed as the job's user in a bounded child. A bad report
-// never stops the line from being written; it is recorded as "report": "invalid: ...".
+// What the job achieved, from its report: read and parsed as the job's user in a bounded child, the fields made
+// here from its typed answer (job/report_reader.h). A bad report never stops the line from being written; its
+// "report" field then says why in the reader's fixed words, never the user's.
 void add_report(nlohmann::json& line) {
   auto& s = state();
   if (s.report_path.empty()) {
     line["report"] = "missing";
     return;
   }
-  const double predicted = line["predicted"].value("step_time_s", 0.0);
-  auto fields = job::report_fields_as_user(s.report_path, s.user, predicted, s.policy.suspect_ratio, kReportTimeoutMs);
+  auto fields = job::report_fields_as_user(s.report_path, s.user, line["predicted"], s.policy.suspect_ratio,
+                                           kReportTimeoutMs);
   if (fields.contains("suspect") && fields["suspect"].is_object())
     fields["suspect"]["nodes"] = s.node_names.empty() ? std::vector<std::string>{s.job.hostname} : s.node_names;
-  if (fields.contains("report") && fields["report"].is_string())
-    fields["report"] = job::capped(fields["report"].get<std::string>(), 1024);
   // An out-of-memory death goes into the log with what the plan predicted: calibrate learns head-room from both.
   if (fields.contains("oom") && fields["oom"].is_object()) {
-    auto& oom = fields["oom"];
-    if (oom.contains("message") && oom["message"].is_string())
-      oom["message"] = job::capped(oom["message"].get<std::string>(), 300);
     const auto& plan_prediction = line["predicted"];
     if (plan_prediction.is_object() && plan_prediction.contains("memory_gib_per_gpu"))
-      oom["predicted_memory_gib"] = plan_prediction["memory_gib_per_gpu"];
+      fields["oom"]["predicted_memory_gib"] = plan_prediction["memory_gib_per_gpu"];
   }
-  for (auto& [key, value] : fields.items()) line[key] = value;
+  for (const char* key : {"report", "achieved", "ratio", "suspect", "oom"})
+    if (fields.contains(key)) line[key] = fields[key];
 }
 
 // What the other nodes' steps found (node_checks.h): their fingerprint checks and whether they saw the plan file.
 void add_node_checks(nlohmann::json& line) {
-  auto& s = state();
   try {
-    auto jobs = jobs_directory(s.config.log_dir);
-    auto checks = job::collect_node_checks(jobs.get(), s.job.job_id);
+    auto checks = job::collect_node_checks(job_directory().get());
     for (const auto& m : checks["mismatch"])
       line["notes"].push_back("node " + m.value("host", "") + " (step " + m.value("step", "") +
                               ") has topology fingerprint " + m.value("fingerprint", "") + ", the plan was made for " +
@@ -577,7 +656,7 @@ void line_events(const nlohmann::json& line, job::MetricsEvents& ev) {
   }
   const std::string report = line.value("report", "");
   if (report == "missing") ev.failures.push_back("report_missing");
-  else if (report.rfind("invalid", 0) == 0) ev.failures.push_back("report_invalid");
+  else if (report.rfind("ok", 0) != 0) ev.failures.push_back("report_invalid");
 }
 
 // admin_comment=yes: the job's summary into its AdminComment (admin_comment.h), from the line just made; a failure

@@ -8,16 +8,50 @@
 // bound for both is deliberate: a probe that cannot finish within it at slurmd start would not finish within it
 // in a step either, so a longer bound here would only delay slurmd; an admin whose live probe is slow raises
 // probe_timeout_ms for both.
+#include <unistd.h>
+
+#include <ctime>
 #include <string>
 
 #include "contexts.h"
 #include "job/bounded_probe.h"
+#include "job/child_call.h"
+#include "job/job_files.h"
 #include "job/safe_file.h"
 #include "paratune/probe/probe.h"
 #include "paratune/version.h"
 #include "plugin_state.h"
 
 namespace paratune::plugin {
+
+namespace {
+
+constexpr int kGcTimeoutMs = 10000;
+constexpr size_t kGcMaxEntries = 200000;
+
+// log_dir/jobs/<jobid>/ older than jobs_days (job/job_files.h): what no job epilog collected (a node that died, a
+// slurmd that was down at a job's end) and the per-job logs. In a forked child bounded in time, like the probe:
+// slurmd is not registered yet, and a log_dir on a hung file system must not hold the node.
+void collect_old_job_directories() {
+  const auto& cfg = state().config;
+  const std::string jobs_path = cfg.log_dir + "/jobs";
+  if (::access(jobs_path.c_str(), F_OK) != 0) return;
+  try {
+    const std::string reply = job::call_in_child(
+        [&] {
+          auto jobs = job::ensure_directory(jobs_path, 0750, 0);
+          const auto gc = job::collect_old_jobs(jobs.get(), std::time(nullptr), 86400L * cfg.jobs_days, kGcMaxEntries);
+          return std::to_string(gc.removed) + " removed, " + std::to_string(gc.kept) + " kept" +
+                 (gc.stopped_early ? " (stopped after " + std::to_string(gc.looked_at) + " entries)" : "");
+        },
+        kGcTimeoutMs, "clearing " + jobs_path, 4096);
+    log().info("{}: entries older than {} days: {}", jobs_path, cfg.jobs_days, reply);
+  } catch (const std::exception& e) {
+    log().warn("{}: old job directories not cleared: {}", jobs_path, e.what());
+  }
+}
+
+}  // namespace
 
 int slurmd_init(spank_t, int ac, char** av) {
   // The version first: it is what an admin needs when a bad plugstack line disables the plugin below.
@@ -41,6 +75,7 @@ int slurmd_init(spank_t, int ac, char** av) {
     log().error("probe at slurmd start: {}; slurmd starts without a probe cache, job steps will probe again "
                 "(each bounded by probe_timeout_ms={})", e.what(), cfg.probe_timeout_ms);
   }
+  collect_old_job_directories();
   return 0;
 }
 

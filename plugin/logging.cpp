@@ -6,6 +6,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "job/job_files.h"
 #include "job/log_text.h"
 #include "plugin_state.h"
 #include "spank_api.h"
@@ -28,10 +29,11 @@ class SlurmSink : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override {}
 };
 
-// Into a file descriptor opened safely by the caller (spdlog's file sinks open by name, following symlinks).
+// Into a file descriptor opened safely by the caller (spdlog's file sinks open by name, following symlinks), up to
+// the per-job log's cap (job/job_files.h): a job of thousands of steps must not fill log_dir.
 class FdSink : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit FdSink(int fd) : fd_(fd) {}
+  explicit FdSink(int fd) : log_(fd, job::kMaxJobLogBytes) {}
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
@@ -40,13 +42,12 @@ class FdSink : public spdlog::sinks::base_sink<std::mutex> {
     safe.payload = spdlog::string_view_t(text.data(), text.size());
     spdlog::memory_buf_t buf;
     formatter_->format(safe, buf);
-    ssize_t ignored = ::write(fd_, buf.data(), buf.size());  // best effort: logging never fails a job
-    (void)ignored;
+    log_.write(std::string(buf.data(), buf.size()));  // best effort: logging never fails a job
   }
   void flush_() override {}
 
  private:
-  int fd_;
+  job::CappedLog log_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <spdlog/logger.h>
 
+#include "job/allocation.h"
 #include "job/decision.h"
 #include "job/decision_child.h"
 #include "job/job_env.h"
@@ -35,6 +36,7 @@ struct PluginState {
   std::string report_path;                   // $PARATUNE_REPORT as the job has it (the user may have set it)
   std::optional<probe::Topology> topology;
   job::JobIdentity job;
+  job::Allocation alloc;                     // GPUs from the step's environment; partition and node count from Slurm
   job::JobUser user;                         // uid, gid, groups from Slurm (known = false when Slurm gave none)
   std::vector<std::string> node_names;       // the step's nodes, from Slurm (slurm_nodes.h); empty when withheld
   std::string node_list_problem;             // why the node list was withheld

@@ -88,6 +88,11 @@ PARATUNE_EXPORT int slurm_spank_exit(spank_t sp, int ac, char** av) {
   return guarded("exit", [&] { return paratune::plugin::remote_exit(sp, ac, av); });
 }
 
+// job_script context (slurmd's epilog process, root), on every node once the job has ended there.
+PARATUNE_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char** av) {
+  return guarded("job_epilog", [&] { return paratune::plugin::job_epilog(sp, ac, av); });
+}
+
 // slurmd loads plugins that define init or slurmd_exit (plugstack.c); having it keeps behaviour uniform.
 PARATUNE_EXPORT int slurm_spank_slurmd_exit(spank_t, int, char**) { return 0; }
 

@@ -14,6 +14,10 @@ packages=(
   python3-torch  # tests/integration/test_framework_fsdp.sh: a real PyTorch job (CPU, gloo) under real Slurm
   prometheus     # promtool check metrics on the plugin's node_exporter textfile (tests only; ~19 MB download,
                  # ~96 MB installed; its server is not started: see policy-rc.d below)
+  slurmdbd mariadb-server  # tests/integration/test_slurmdbd.sh: AdminComment through accounting, read back with
+                           # sacct (tests only; the test starts its own mariadbd and slurmdbd on loopback)
+  e2fsprogs mount  # tests/integration/test_fault_decide_timeout.sh: a loop-mounted ext4 image to freeze (a hung
+                   # file system); both are in a Debian 12 base system, not in a minimal Debian 13 root
 )
 if [ "${1:-}" = --list ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 missing=()

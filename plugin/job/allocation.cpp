@@ -51,8 +51,11 @@ int het_job_components(const JobEnvironment& env) {
 
 Allocation allocation_from_env(const JobEnvironment& env, bool batch_step) {
   Allocation a;
-  if (auto n = env.get("SLURM_NNODES")) a.nodes = std::max(1, to_int("SLURM_NNODES", *n));
-  else if (auto v = env.get("SLURM_JOB_NUM_NODES")) a.nodes = std::max(1, to_int("SLURM_JOB_NUM_NODES", *v));
+  if (batch_step) {
+    if (auto n = env.get("SLURM_NNODES")) a.nodes = std::max(1, to_int("SLURM_NNODES", *n));
+    else if (auto v = env.get("SLURM_JOB_NUM_NODES")) a.nodes = std::max(1, to_int("SLURM_JOB_NUM_NODES", *v));
+    a.partition = env.get("SLURM_JOB_PARTITION").value_or("");
+  }
   for (const char* name : {batch_step ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS", "CUDA_VISIBLE_DEVICES"}) {
     if (auto v = env.get(name); v && !v->empty()) {
       a.gpu_indexes = parse_index_list(name, *v);
@@ -61,7 +64,6 @@ Allocation allocation_from_env(const JobEnvironment& env, bool batch_step) {
   }
   if (auto v = env.get("SLURM_GPUS_ON_NODE")) a.gpus_on_node = to_int("SLURM_GPUS_ON_NODE", *v);
   else a.gpus_on_node = static_cast<int>(a.gpu_indexes.size());
-  a.partition = env.get("SLURM_JOB_PARTITION").value_or("");
   a.submit_dir = env.get("SLURM_SUBMIT_DIR").value_or("");
   a.job_id = env.get("SLURM_JOB_ID").value_or("");
   return a;

@@ -9,10 +9,10 @@
 namespace paratune::job {
 
 struct Allocation {
-  int nodes = 1;                  // SLURM_NNODES (S_JOB_NNODES is 0 in the batch step)
+  int nodes = 1;                  // batch step: SLURM_NNODES (S_JOB_NNODES is 0 there); other steps: left 1 here
   int gpus_on_node = 0;           // SLURM_GPUS_ON_NODE, else the count of the GPU index list
   std::vector<int> gpu_indexes;   // SLURM_JOB_GPUS (batch step) or SLURM_STEP_GPUS (other steps), CUDA_VISIBLE_DEVICES
-  std::string partition;          // SLURM_JOB_PARTITION
+  std::string partition;          // batch step: SLURM_JOB_PARTITION; other steps: left "" here
   std::string submit_dir;         // SLURM_SUBMIT_DIR
   std::string job_id;             // SLURM_JOB_ID
   std::string first_node;         // the allocation's first node (torchrun's rendezvous host); set by the plugin from
@@ -23,7 +23,11 @@ struct Allocation {
 // slurmd sets SLURM_NNODES and SLURM_JOB_GPUS for the batch step and leaves an exported SLURM_STEP_GPUS there; srun
 // sets SLURM_NNODES and slurmstepd SLURM_STEP_GPUS for every other step, where an exported SLURM_JOB_NUM_NODES
 // (srun only warns that it conflicts) and SLURM_JOB_GPUS (kept when the step has no GPUs) reach the step as the
-// user set them (slurm.fault_spoof). Throws std::invalid_argument naming the variable when a value is malformed.
+// user set them (slurm.fault_spoof). The partition and the node count are read in the batch step only: every other
+// step's environment is sent by its client, which can be any program (slurm_step_launch() with an environment of
+// its own), so the plugin takes them from slurmctld there (plugin/slurm_step_view.h) — and a forged malformed
+// SLURM_NNODES cannot make the step throw before the site policy is applied. Throws std::invalid_argument naming
+// the variable when a value that is read is malformed.
 Allocation allocation_from_env(const JobEnvironment& env, bool batch_step);
 
 // The number of components of a heterogeneous job (SLURM_HET_SIZE, which Slurm sets in every step of one);

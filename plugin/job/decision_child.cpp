@@ -1,9 +1,19 @@
 #include "decision_child.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <system_error>
 
 #include "child_call.h"
+#include "job_files.h"
 #include "log_text.h"
 #include "paratune/advisor/plan.h"
 #include "safe_file.h"
@@ -15,21 +25,54 @@ using nlohmann::json;
 
 namespace {
 
-// The plan directory: the first base where <base>/paratune-<job> can be made and written, as the job's user.
-std::string write_job_files(const Decision& d, const std::string& job_id, const std::vector<std::string>& bases) {
+// The plan files into the directory `fd` (the user's), with exactly `dir_mode` and `file_mode`.
+void write_plan_files(int fd, const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files,
+                      mode_t dir_mode, mode_t file_mode) {
+  if (::fchmod(fd, dir_mode) != 0) throw std::system_error(errno, std::generic_category(), "chmod " + dir);
+  for (const auto& [name, content] : files) write_file_atomic(fd, name, content, file_mode, /*exact_mode=*/true);
+}
+
+// A fresh directory <base>/paratune-<job>-XXXXXX (mkdtemp: a name nobody had, made 0700 by the kernel).
+std::string fresh_directory(const std::string& base, const std::string& job_id) {
+  std::string tmpl = base + "/paratune-" + job_dir_name(job_id) + "-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) throw std::system_error(errno, std::generic_category(), "mkdtemp in " + base);
+  return tmpl;
+}
+
+// The plan directory: <base>/paratune-<job> in the first base where it can be the job user's own, else a fresh one
+// under the fallback base; written as the job's user, private unless the site lets the group read it.
+std::string write_job_files(const Decision& d, const DecideRequest& r) {
   const auto files = decision_files(d);
+  const mode_t dir_mode = r.group_readable ? 0750 : 0700, file_mode = r.group_readable ? 0640 : 0600;
   std::string last_error = "no directory to write to";
-  for (const auto& base : bases) {
-    const std::string dir = base + "/paratune-" + job_id;
+  for (const auto& base : r.dir_bases) {
+    const std::string dir = base + "/paratune-" + job_dir_name(r.job_id);
     try {
-      auto fd = ensure_directory(dir, 0755, ::geteuid());
-      for (const auto& [name, content] : files) write_file_atomic(fd.get(), name, content, 0644);
+      auto fd = ensure_directory(dir, dir_mode, ::geteuid());  // another user's directory of that name is refused
+      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
+      return dir;
+    } catch (const std::exception& e) {
+      last_error = e.what();
+    }
+  }
+  if (!r.fallback_base.empty()) {
+    try {
+      const std::string dir = fresh_directory(r.fallback_base, r.job_id);
+      UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd) throw std::system_error(errno, std::generic_category(), "open " + dir);
+      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
       return dir;
     } catch (const std::exception& e) {
       last_error = e.what();
     }
   }
   throw std::runtime_error("could not write the plan files: " + last_error);
+}
+
+// A plain variable name: what a decision sets, and nothing a shell or Slurm would read twice.
+bool plain_name(const std::string& n) {
+  if (n.empty() || n.size() > 128 || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+  return std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
 std::string summary_of(const Decision& d, const std::string& dir) {
@@ -70,8 +113,9 @@ DecidedJob decide_and_write(const DecideRequest& request) {
   auto injection = policy_injection(in.policy, decision_env(d, "", ""));
   d.policy_changes.insert(d.policy_changes.end(), injection.changes.begin(), injection.changes.end());
   DecidedJob out;
-  out.dir = write_job_files(d, request.job_id, request.dir_bases);
-  out.injection = policy_injection(in.policy, decision_env(d, out.dir + "/plan.json", out.dir + "/report.jsonl"));
+  out.dir = write_job_files(d, request);
+  out.wanted = decision_env(d, out.dir + "/plan.json", out.dir + "/report.jsonl");
+  out.injection = policy_injection(in.policy, out.wanted);
   out.record = decision_record(d);
   out.summary = summary_of(d, out.dir);
   for (const auto& c : d.policy_changes) out.changes.push_back(policies::describe(c));
@@ -86,34 +130,29 @@ DecidedJob decide_in_child(const DecideRequest& request) {
         return to_json(decide_and_write(request)).dump(-1, ' ', false, json::error_handler_t::replace);
       },
       request.timeout_ms, "deciding", kMaxDecisionReply);
-  return decided_job_from_json(json::parse(reply));
+  return decided_job_from_json(json::parse(reply), request.input.policy);
 }
 
 json to_json(const DecidedJob& d) {
-  json changes = json::array();
-  for (const auto& c : d.injection.changes) changes.push_back({{"what", c.what}, {"reason", c.reason}});
-  return {{"dir", d.dir},
-          {"assignments", assignments_json(d.injection.assignments)},
-          {"force", d.injection.force},
-          {"unset", d.injection.unset},
-          {"injection_changes", changes},
-          {"record", d.record},
-          {"summary", d.summary},
-          {"changes", d.changes},
-          {"notes", d.notes}};
+  return {{"dir", d.dir},           {"wanted", assignments_json(d.wanted)}, {"record", d.record},
+          {"summary", d.summary},   {"changes", d.changes},                 {"notes", d.notes}};
 }
 
-DecidedJob decided_job_from_json(const json& j) {
+DecidedJob decided_job_from_json(const json& j, const policies::EffectivePolicy& policy) {
   DecidedJob d;
   d.dir = j.at("dir").get<std::string>();
-  for (const auto& a : j.at("assignments"))
-    d.injection.assignments.push_back(
-        {a.at("name").get<std::string>(), a.at("value").get<std::string>(), a.at("reason").get<std::string>()});
-  d.injection.force = j.at("force").get<std::vector<std::string>>();
-  d.injection.unset = j.at("unset").get<std::vector<std::string>>();
-  for (const auto& c : j.at("injection_changes"))
-    d.injection.changes.push_back({c.at("what").get<std::string>(), c.at("reason").get<std::string>()});
+  const auto& wanted = j.at("wanted");
+  if (!wanted.is_array() || wanted.size() > kMaxDecisionVariables)
+    throw std::runtime_error("the decision named more than " + std::to_string(kMaxDecisionVariables) + " variables");
+  for (const auto& a : wanted) {
+    EnvAssignment v{a.at("name").get<std::string>(), a.at("value").get<std::string>(), a.at("reason").get<std::string>()};
+    if (!plain_name(v.name)) throw std::runtime_error("the decision named a variable that is not a plain name: " + capped(v.name));
+    d.wanted.push_back(std::move(v));
+  }
+  // The site's rules, applied here: whatever the child said about forced, default or forbidden variables.
+  d.injection = policy_injection(policy, d.wanted);
   d.record = j.at("record");
+  if (!d.record.is_object()) throw std::runtime_error("the decision's record is not an object");
   d.summary = j.at("summary").get<std::string>();
   d.changes = j.at("changes").get<std::vector<std::string>>();
   d.notes = j.at("notes").get<std::vector<std::string>>();

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <system_error>
 
 #include "log_text.h"
@@ -28,9 +29,29 @@ std::string name_part(const std::string& s) {
   return out.empty() ? "_" : out;
 }
 
+constexpr const char* kPrefix = "node-";
+
 struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
 };
+
+// The records in a job directory, counted up to one past the cap.
+size_t count_records(int job_dirfd) {
+  const int dup = ::fcntl(job_dirfd, F_DUPFD_CLOEXEC, 0);
+  std::unique_ptr<DIR, DirCloser> dir(dup >= 0 ? ::fdopendir(dup) : nullptr);
+  if (!dir) {
+    if (dup >= 0) ::close(dup);
+    return kMaxNodeChecks;  // cannot tell: take no more
+  }
+  ::rewinddir(dir.get());
+  size_t n = 0;
+  while (n <= kMaxNodeChecks) {
+    const dirent* e = ::readdir(dir.get());
+    if (!e) break;
+    if (std::string_view(e->d_name).substr(0, 5) == kPrefix) ++n;
+  }
+  return n;
+}
 
 // One record: a regular root-owned file of at most 4 KiB, opened without following links.
 std::optional<json> read_record(int dirfd, const char* name) {
@@ -51,22 +72,27 @@ std::optional<json> read_record(int dirfd, const char* name) {
 
 }  // namespace
 
-std::string node_check_name(const std::string& job_id, const std::string& host, const std::string& step) {
-  return name_part(job_id) + ".node-" + name_part(host) + "-" + name_part(step);
+std::string node_check_name(const std::string& host, const std::string& step) {
+  return std::string(kPrefix) + name_part(host) + "-" + name_part(step);
 }
 
-void record_node_check(int jobs_dirfd, const std::string& job_id, const NodeCheck& c) {
+bool record_node_check(int job_dirfd, const NodeCheck& c) {
+  const std::string name = node_check_name(c.host, c.step);
+  // A step that replaces its own record (same host and step) never counts against the cap.
+  struct stat own {};
+  if (::fstatat(job_dirfd, name.c_str(), &own, AT_SYMLINK_NOFOLLOW) != 0 && count_records(job_dirfd) >= kMaxNodeChecks)
+    return false;
   const json j = {{"host", capped(c.host)}, {"step", capped(c.step)}, {"fingerprint", capped(c.fingerprint)},
                   {"plan_fingerprint", capped(c.plan_fingerprint)}, {"plan_readable", c.plan_readable}};
-  write_file_atomic(jobs_dirfd, node_check_name(job_id, c.host, c.step),
-                    j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", 0600);
+  write_file_atomic(job_dirfd, name, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", 0600);
+  return true;
 }
 
-json collect_node_checks(int jobs_dirfd, const std::string& job_id) {
+json collect_node_checks(int job_dirfd) {
   json mismatch = json::array(), unreadable = json::array();
   int checked = 0;
-  const std::string prefix = name_part(job_id) + ".node-";
-  const int dup = ::fcntl(jobs_dirfd, F_DUPFD_CLOEXEC, 0);
+  const std::string prefix = kPrefix;
+  const int dup = ::fcntl(job_dirfd, F_DUPFD_CLOEXEC, 0);
   std::unique_ptr<DIR, DirCloser> dir(dup >= 0 ? ::fdopendir(dup) : nullptr);
   if (!dir && dup >= 0) ::close(dup);
   if (dir) ::rewinddir(dir.get());  // the duplicate shares the caller's offset, which an earlier listing moved
@@ -79,8 +105,8 @@ json collect_node_checks(int jobs_dirfd, const std::string& job_id) {
   std::sort(names.begin(), names.end());
   std::set<std::string> unreadable_hosts;
   for (const auto& name : names) {
-    const auto r = read_record(jobs_dirfd, name.c_str());
-    ::unlinkat(jobs_dirfd, name.c_str(), 0);
+    const auto r = read_record(job_dirfd, name.c_str());
+    ::unlinkat(job_dirfd, name.c_str(), 0);
     if (!r) continue;
     ++checked;
     const std::string fp = r->value("fingerprint", ""), plan_fp = r->value("plan_fingerprint", "");

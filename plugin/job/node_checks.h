@@ -1,8 +1,9 @@
 // Every node's fingerprint check, carried to node 0's tuning-log line. A step that inherits the job's decision on
-// another node records what it found (its fingerprint, whether it matches the plan's) as a small file in the
-// root-owned jobs directory of log_dir; node 0 reads and removes them when it writes the job's line. This needs
-// log_dir on a file system the nodes share (a central log); with a node-local log_dir each node's Slurm log and
-// per-job log still carry its warning, and node 0's line lists only what its own file system holds.
+// another node records what it found (its fingerprint, whether it matches the plan's) as a small file in the job's
+// root-owned directory log_dir/jobs/<jobid>/ (job_files.h); node 0 reads and removes them when it writes the job's
+// line. That needs log_dir on a file system the nodes share (a central log); with a node-local log_dir each node's
+// Slurm log and per-job log carry its warning, node 0's line lists only what its own file system holds, and each
+// node's job epilog collects its own records into its job.log (finish_job_dir).
 #pragma once
 
 #include <string>
@@ -21,15 +22,17 @@ struct NodeCheck {
 
 inline constexpr size_t kMaxNodeChecks = 4096;
 
-// "<job>.node-<host>-<step>": only [A-Za-z0-9._-] of the host and step, capped, so no name can leave the directory.
-std::string node_check_name(const std::string& job_id, const std::string& host, const std::string& step);
+// "node-<host>-<step>": only [A-Za-z0-9._-] of the host and step, capped, so no name can leave the directory.
+std::string node_check_name(const std::string& host, const std::string& step);
 
-// Write (replace) this node's record in `jobs_dirfd`, as root; throws std::system_error naming the file.
-void record_node_check(int jobs_dirfd, const std::string& job_id, const NodeCheck& check);
+// Write (replace) this node's record in the job's directory `job_dirfd`, as root; throws std::system_error naming
+// the file. The cap is on write: a job directory that already holds kMaxNodeChecks records (one per step and
+// node: a job of many steps) takes no more, and false is returned.
+bool record_node_check(int job_dirfd, const NodeCheck& check);
 
 // Read and remove the job's records (at most kMaxNodeChecks, each at most 4 KiB; anything else is skipped):
 // {"checked": N, "mismatch": [{"host", "step", "fingerprint", "plan_fingerprint"}], "plan_unreadable": [hosts]}.
 // Never throws: a directory that cannot be read gives {"checked": 0, ...}.
-nlohmann::json collect_node_checks(int jobs_dirfd, const std::string& job_id);
+nlohmann::json collect_node_checks(int job_dirfd);
 
 }  // namespace paratune::job

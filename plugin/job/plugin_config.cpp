@@ -4,7 +4,7 @@ namespace paratune::job {
 
 namespace {
 
-constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, metrics_file, job_dir, default_mode, default_model, on_by_default, admin_comment, probe_timeout_ms, decide_timeout_ms";
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, metrics_file, job_dir, default_mode, default_model, on_by_default, admin_comment, probe_timeout_ms, decide_timeout_ms, jobs_days, plan_group_read";
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
@@ -22,6 +22,19 @@ int timeout_ms(const std::string& arg, const std::string& key, const std::string
     v = -1;
   }
   if (v < 100 || v > 600000) throw ConfigError("plugstack argument '" + arg + "': " + key + " must be 100 ... 600000");
+  return v;
+}
+
+int days(const std::string& arg, const std::string& value) {
+  int v = -1;
+  try {
+    size_t used = 0;
+    v = std::stoi(value, &used);
+    if (used != value.size()) v = -1;
+  } catch (const std::exception&) {
+    v = -1;
+  }
+  if (v < 1 || v > 3650) throw ConfigError("plugstack argument '" + arg + "': jobs_days must be 1 ... 3650");
   return v;
 }
 
@@ -101,6 +114,10 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std
       c.enabled_by_default = parse_bool(key, value);
     } else if (key == "admin_comment") {
       c.admin_comment = parse_bool(key, value);
+    } else if (key == "plan_group_read") {
+      c.plan_group_read = parse_bool(key, value);
+    } else if (key == "jobs_days") {
+      c.jobs_days = days(arg, value);
     } else {
       throw ConfigError("plugstack argument '" + arg + "': unknown key '" + key + "'; valid keys: " + kValidKeys);
     }

@@ -28,6 +28,8 @@ struct PluginConfig {
   bool admin_comment = false;                    // admin_comment=yes: node 0 sets the job's AdminComment at job end
   int probe_timeout_ms = 10000;                  // probe_timeout_ms=N: bound on probing in a job step
   int decide_timeout_ms = 10000;                 // decide_timeout_ms=N: bound on reading @FILE + deciding
+  int jobs_days = 14;                            // jobs_days=N: log_dir/jobs/<id>/ older than N days removed at slurmd start
+  bool plan_group_read = false;                  // plan_group_read=yes: plan files 0640 in 0750 directories (else 0600/0700)
 };
 
 // Parse plugstack.conf arguments ("key=value" each). Throws ConfigError naming the argument and the valid keys.

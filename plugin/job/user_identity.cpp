@@ -1,9 +1,11 @@
 #include "user_identity.h"
 
 #include <grp.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -16,11 +18,19 @@ namespace {
                            ": " + what + ": " + std::strerror(errno));
 }
 
+// After the drop: the uid change reset the dumpable flag to fs.suid_dumpable (which a site may have set to 1), so
+// it is cleared again — the user must not ptrace a copy of slurmstepd or read its memory — and the environment,
+// slurmstepd's own (not the job's), is emptied: nothing of the daemon's reaches code that handles the user's input.
+void seal() {
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  ::clearenv();
+}
+
 }  // namespace
 
 void become_user_for_good(const JobUser& u) {
   if (!u.known) throw std::runtime_error("the job's uid/gid are unknown (Slurm did not return them)");
-  if (::getuid() != 0 && ::geteuid() != 0) return;  // not privileged: nothing to drop
+  if (::getuid() != 0 && ::geteuid() != 0) return seal();  // not privileged: nothing to drop
   // user_init: effective uid is the user's, real uid root. Regain root first: only root may set all three ids.
   if (::geteuid() != 0 && ::seteuid(0) != 0) fail("seteuid(0)", u);
   if (::setgroups(u.groups.size(), u.groups.empty() ? nullptr : u.groups.data()) != 0) fail("setgroups", u);
@@ -30,6 +40,7 @@ void become_user_for_good(const JobUser& u) {
     errno = EPERM;
     fail("root could be regained", u);
   }
+  seal();
 }
 
 std::vector<gid_t> groups_of(const std::string& name, gid_t primary) {

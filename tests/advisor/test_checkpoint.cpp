@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/framework_args.h"
@@ -52,7 +53,8 @@ TEST(Checkpoint, ResumedRunKeepsWhatFsdpDtensorCannotReshard) {
   const Plan first = advise(v100(8));
   ASSERT_EQ(checkpoint_format(first.framework, first.layout).format, "fsdp_dtensor");
   const Plan fresh = advise(v100(16));
-  ASSERT_NE(fresh.layout.tp, first.layout.tp) << "positive control: planned afresh, TP changes";
+  const auto tp_pp_cp = [](const Plan& p) { return std::tuple{p.layout.tp, p.layout.pp, p.layout.cp}; };
+  ASSERT_NE(tp_pp_cp(fresh), tp_pp_cp(first)) << "positive control: planned afresh, TP, PP or CP changes";
 
   Scenario s = v100(16);
   const auto notes = keep_checkpoint(s, from(first));

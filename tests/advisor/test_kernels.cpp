@@ -39,9 +39,10 @@ bool has_line(const std::string& file, const std::string& line) {
 
 }  // namespace
 
-// The case: Mixtral 8x22B plans the flex dispatcher (DeepEP) by default; a site without DeepEP gets another.
+// The case: a fine-grained MoE (Qwen3-30B-A3B, 128 experts, EP across nodes) plans the flex dispatcher
+// (DeepEP) where nothing is said; a site without DeepEP gets another.
 TEST(Kernels, FlexIsNotPickedWhereTheSiteLacksDeepEP) {
-  Scenario s = h100("mixtral-8x22b", 8);
+  Scenario s = h100("qwen3-30b-a3b", 8);
   const Plan open = advise(s);
   ASSERT_EQ(open.layout.dispatcher, Dispatcher::Flex) << "positive control: flex wins where nothing is said";
   EXPECT_TRUE(mentions(open.notes, "needs deepep")) << "the plan says it needs DeepEP";

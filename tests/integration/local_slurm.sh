@@ -10,7 +10,8 @@
 #   local_slurm.sh wait-idle DIR                                   wait until the node is idle (resume it if drained)
 #
 # Ports: PARATUNE_TEST_CTLD_PORT / PARATUNE_TEST_SLURMD_PORT (default: free ports from 26817 up).
-# LOCAL_SLURM_EXTRA_CONF: lines appended to slurm.conf at start; LOCAL_SLURM_TOPOLOGY_CONF: the content of
+# LOCAL_SLURM_EXTRA_CONF: lines appended to slurm.conf at start; LOCAL_SLURM_ACCOUNTING: AccountingStorageType
+# (default accounting_storage/none; test_slurmdbd.sh: accounting_storage/slurmdbd, its host and port in EXTRA_CONF); LOCAL_SLURM_TOPOLOGY_CONF: the content of
 # topology.conf (written only when set), e.g. a topology/block test (test_topology_block.sh).
 # Needs root (slurmd runs jobs as their users; munged is started with --force as root).
 set -euo pipefail
@@ -113,7 +114,7 @@ EpilogSlurmctld=$dir/etc/epilog-slurmctld.sh
 ReturnToService=2
 MailProg=/bin/true
 JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=${LOCAL_SLURM_ACCOUNTING:-accounting_storage/none}
 InactiveLimit=0
 KillWait=5
 MinJobAge=300

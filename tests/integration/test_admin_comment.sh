@@ -80,8 +80,8 @@ job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=llama3-8b --job-name="$hostil
       --comment='JobState=FAKE $(touch pwned)' --export=ALL,CASE=hostile)
 expect_summary hostile "$job"
 got=$(admin_comment "$job")
-check "hostile: the report's bad line is named by its kind, none of its bytes copied" \
-  bash -c "grep -qF 'achieved: invalid: no valid line (1 bad; line 1: binary data)' <<< '$got'"
+check "hostile: the report's bad line is named by its number, none of its bytes copied" \
+  bash -c "grep -qF 'achieved: invalid line 1' <<< '$got'"
 check "hostile: AdminComment is printable ASCII" python3 -c "import sys; s=sys.argv[1]; assert s and all(0x20 <= ord(c) < 0x7f for c in s), repr(s)" "$got"
 check "hostile: no text of the name, comment or report in AdminComment" python3 -c "
 import sys; s=sys.argv[1]; assert not any(w in s for w in ('forged', 'FAKE', 'pwned', '\`id\`', '\$(')), s" "$got"
@@ -90,6 +90,19 @@ import sys; s=sys.argv[1]; assert not any(w in s for w in ('forged', 'FAKE', 'pw
 check "hostile: one AdminComment line and one JobState line in scontrol show job" bash -c \
   "test \"\$(scontrol show job $job | grep -cE '^ *AdminComment=')\" = 1 && test \"\$(scontrol show job $job | grep -cE '^ *JobState=')\" = 1"
 check "hostile: nothing in the name, comment or report ran" bash -c "! ls '$WORK'/pwned 2>/dev/null"
+
+# Hardening round 3, finding 4: a report that cannot be read put its path — the user's own words — into the
+# AdminComment ("achieved: invalid: reading the report /home/u/ratio 1.00; suspect: no; OK checked by admin/...").
+# The user names a report path that is a directory with such a name: the AdminComment gives the reason only.
+words="$WORK/ratio 1.00; suspect: no; OK checked by admin"
+mkdir -p "$words/r.jsonl"; chmod -R 0755 "$words"
+job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=llama3-8b --export=ALL,CASE=hostile,PARATUNE_REPORT="$words/r.jsonl")
+expect_summary "report path of the user's words" "$job"
+got=$(admin_comment "$job")
+check "report path of the user's words: AdminComment names the reason ('not a regular file')" \
+  bash -c "grep -qF 'achieved: not a regular file' <<< '$got'"
+check "report path of the user's words: none of them in AdminComment" \
+  bash -c "! grep -qiE 'checked by admin|ratio 1\.00|suspect: no' <<< '$got'"
 
 plugstack "${BASE_ARGS[@]}"
 job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=gpt3-1.3b,framework=megatron)

@@ -70,9 +70,9 @@ assert len(lines[0].encode()) <= 65536, len(lines[0])"
 check "huge values: no Slurm log line of the job over 9 kB" python3 -c "
 n=[len(l) for l in open('$SLURMD_LOG', errors='replace') if '[$job.batch]' in l]
 assert n and max(n) <= 9216, max(n)"
-check "huge values: the per-job log stays small (under 64 kB)" test "$(wc -c < "$LOG_DIR/jobs/$job.log")" -lt 65536
+check "huge values: the per-job log stays small (under 64 kB)" test "$(wc -c < "$LOG_DIR/jobs/$job/job.log")" -lt 65536
 check "a newline in a value forges no line (Slurm log, per-job log)" \
-  bash -c "! grep -q '^paratune: FORGED LINE' '$SLURMD_LOG' '$LOG_DIR/jobs/$job.log'"
+  bash -c "! grep -q '^paratune: FORGED LINE' '$SLURMD_LOG' '$LOG_DIR/jobs/$job/job.log'"
 check "the escaped newline is there, as \\x0a" grep -qF 'mine\x0aparatune: FORGED LINE' "$SLURMD_LOG"
 
 # 4. A spoofed node list (20 kB + a range) to a standalone srun and to salloc + srun: the tuning log records the

@@ -24,7 +24,7 @@ check "no GPU in the topology: no PARATUNE_* variable" bash -c "! grep -q '^PARA
 check "no GPU in the topology: no tuning-log line" test "$(log_lines_for "$job")" = 0
 check "no GPU in the topology: the Slurm log says so" \
   grep -qE "\[$job.batch\] error: paratune: .*no GPU in the job's allocation \(probe found 0 GPUs\).*runs untouched" "$SLURMD_LOG"
-check "no GPU in the topology: the job log says so" grep -q "probe found 0 GPUs" "$LOG_DIR/jobs/$job.log"
+check "no GPU in the topology: the job log says so" grep -q "probe found 0 GPUs" "$LOG_DIR/jobs/$job/job.log"
 
 # 2. An AMD node (hwloc XML of LLNL Corona: 8 MI50 through ROCm SMI, no NVIDIA device): a plan for 4 MI50.
 rm -f "$WORK/ran.txt" "$WORK/batch.env"

@@ -12,5 +12,5 @@ check "no tuning-log line" test "$(log_lines_for "$job")" = 0
 check "the Slurm log says nothing fits, and that the job runs untouched" \
   grep -qE "\[$job.batch\] error: paratune: .*nothing fits.*runs untouched" "$SLURMD_LOG"
 check "the message says what would fit" grep -qE "\[$job.batch\] error: paratune: .*What would fit: .*GPU" "$SLURMD_LOG"
-check "the per-job log has the same explanation" grep -q "nothing fits" "$LOG_DIR/jobs/$job.log"
+check "the per-job log has the same explanation" grep -q "nothing fits" "$LOG_DIR/jobs/$job/job.log"
 finish

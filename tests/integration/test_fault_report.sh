@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fault matrix, the job's throughput report ($PARATUNE_REPORT, read by the plugin at job end): the job (run as
 # nobody) makes it a symbolic link to /etc/shadow, a FIFO, a 10 GB sparse file, or binary garbage. Each time: the
-# job's tuning-log line is still written, its "report" says invalid or missing and there is no "achieved", nothing
-# is read through the link, and slurmstepd does not hang (the job ends within seconds).
+# job's tuning-log line is still written, its "report" gives the reason in the reader's fixed words (never the
+# user's: hardening round 3) and there is no "achieved", nothing is read through the link, and slurmstepd does not
+# hang (the job ends within seconds).
 # Needs the job-end report reading (tuning/report.h add_achieved in the plugin's exit callback).
 source "$(dirname "$0")/lib.sh"
 cat > "$WORK/job.sh" <<'JOB'
@@ -44,13 +45,18 @@ assert r['report'].startswith('ok'), r['report']
 assert abs(r['achieved']['median_step_time_s'] - 2.0) < 1e-9, r['achieved']"
     continue
   fi
-  check "$c: its report is invalid or missing, with no achieved figures" python3 -c "
+  case $c in
+    symlink|symlink-readable|fifo) reason="not a regular file" ;;
+    sparse) reason="too large" ;;        # 4 MiB of zero bytes read, no line in it
+    garbage) reason="invalid line 1" ;;
+  esac
+  check "$c: its report is '$reason', with no achieved figures" python3 -c "
 import json
 r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l][0]
 assert 'report' in r, sorted(r)
-assert r['report'] == 'missing' or r['report'].startswith('invalid'), r['report']
+assert r['report'] == '$reason', r['report']
 assert r.get('achieved') in (None, {}), r.get('achieved')"
   check "$c: nothing of /etc/shadow in the tuning log or the job log" \
-    bash -c "! grep -qF -- 'root:$shadow_hash' '$LOG_DIR/tuning.jsonl' '$LOG_DIR/jobs/$job.log'"
+    bash -c "! grep -qF -- 'root:$shadow_hash' '$LOG_DIR/tuning.jsonl' '$LOG_DIR/jobs/$job/job.log'"
 done
 finish

@@ -39,7 +39,7 @@ import json
 r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l][0]
 assert r['fingerprint'] and r['fingerprint'] != '0000000000000000', r['fingerprint']"
 check "the job log says the submitted PARATUNE_PLAN was not taken as an inherited decision" \
-  grep -q "PARATUNE_PLAN" "$LOG_DIR/jobs/$job.log"
+  grep -q "PARATUNE_PLAN" "$LOG_DIR/jobs/$job/job.log"
 
 # Slurm's own variables exported by the user: the partition chooses the site policy section, the node count and
 # GPU count shape the plan, the user name goes to the tuning log. Slurm sets them for the job; a submitted value

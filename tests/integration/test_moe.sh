@@ -15,7 +15,7 @@ check "deepseek-v3: the Slurm log says nothing fits and the job runs untouched" 
   grep -qE "\[$job.batch\] error: paratune: .*nothing fits.*runs untouched" "$SLURMD_LOG"
 check "deepseek-v3: the leanest layout it names uses expert parallelism" \
   grep -qE "\[$job.batch\] error: paratune: .*leanest layout \(tp=[0-9]+ pp=[0-9]+ cp=[0-9]+ ep=[0-9]+" "$SLURMD_LOG"
-check "deepseek-v3: the per-job log has the explanation" grep -q "nothing fits" "$LOG_DIR/jobs/$job.log"
+check "deepseek-v3: the per-job log has the explanation" grep -q "nothing fits" "$LOG_DIR/jobs/$job/job.log"
 
 rm -f "$WORK/batch.env" "$WORK/ran.txt"
 job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=olmoe-1b-7b)

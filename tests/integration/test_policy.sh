@@ -28,8 +28,8 @@ check "the srun step sees the same" test "$(cat "$WORK/step.txt")" = "mlx5_0:1,m
 check "default NCCL_IB_TIMEOUT filled in" test "$(env_value "$WORK/batch.env" NCCL_IB_TIMEOUT)" = 22
 tp=$(env_value "$WORK/batch.env" PARATUNE_TP)
 check "TP capped at 2 although the user asked tp=8 (got $tp)" test "${tp:-99}" -le 2
-check "the job log names the policy change" grep -q "policy: .*TP" "$LOG_DIR/jobs/$job.log"
-check "the job log says the user's NCCL_IB_HCA was replaced" grep -q "replaced the user's NCCL_IB_HCA=foo" "$LOG_DIR/jobs/$job.log"
+check "the job log names the policy change" grep -q "policy: .*TP" "$LOG_DIR/jobs/$job/job.log"
+check "the job log says the user's NCCL_IB_HCA was replaced" grep -q "replaced the user's NCCL_IB_HCA=foo" "$LOG_DIR/jobs/$job/job.log"
 check "the tuning log records the policy's changes" python3 -c "
 import json,sys
 r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l][0]

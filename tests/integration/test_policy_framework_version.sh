@@ -35,7 +35,7 @@ check "site default: PARATUNE_FRAMEWORK_VERSION=core_v0.14" \
   test "$(env_value "$WORK/batch.env" PARATUNE_FRAMEWORK_VERSION)" = core_v0.14
 check "site default: the job log records the policy's change" \
   grep -q "megatron version core_v0.14 (paratune's default: core_v0.15).*framework_version.megatron" \
-  "$LOG_DIR/jobs/$job.log"
+  "$LOG_DIR/jobs/$job/job.log"
 check "site default: the tuning log's framework, framework_version and scenario say core_v0.14" \
   test "$(tuning_field "$job" "r['framework'], r['framework_version'], r['scenario']['training']['framework_version']")" \
   = "megatron core_v0.14 core_v0.14"

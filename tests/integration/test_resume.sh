@@ -22,9 +22,10 @@ check "first run: the arguments state --ckpt-format=fsdp_dtensor" grep -qx -- --
 check "first run: the plan names its checkpoint format" \
   bash -c "python3 -c \"import json,sys; print(json.load(open(sys.argv[1]))['plan']['notes'])\" '$plan1' | grep -q 'checkpoint: megatron fsdp_dtensor'"
 
+layout() { echo "$(value "$1" PARATUNE_TP)/$(value "$1" PARATUNE_PP)/$(value "$1" PARATUNE_CP)"; }
 fresh=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=llama3-8b,gbs=64,seq=4096)
-check "control: planned afresh, seq=4096 takes another TP than the checkpoint's ($tp1)" \
-  test "$(value "$fresh" PARATUNE_TP)" != "$tp1"
+check "control: planned afresh, seq=4096 takes another TP/PP/CP than the checkpoint's ($(layout "$first"))" \
+  test "$(layout "$fresh")" != "$(layout "$first")"
 
 resumed=$(run_batch "$WORK/job.sh" --gpus=8 "--paratune=llama3-8b,gbs=64,seq=4096,resume=$plan1")
 check "resume=PLAN: TP kept ($tp1)" test "$(value "$resumed" PARATUNE_TP)" = "$tp1"
@@ -36,7 +37,7 @@ plan3=$(value "$resumed" PARATUNE_PLAN)
 check "resume=PLAN: the plan file says what was kept and why" \
   bash -c "python3 -c \"import json,sys; print(json.load(open(sys.argv[1]))['notes'])\" '$plan3' |
            grep -q 'kept megatron with checkpoint format fsdp_dtensor.*reshards dp, so those are re-planned'"
-check "resume=PLAN: the job log says so too" grep -q "resume from $plan1: kept megatron" "$LOG_DIR/jobs/$resumed.log"
+check "resume=PLAN: the job log says so too" grep -q "resume from $plan1: kept megatron" "$LOG_DIR/jobs/$resumed/job.log"
 
 # torch_dist reshards TP/PP/DP/CP but the sharding family stays: GPT-3 2.7B on 2 GPUs plans ZeRO 0; on 8 GPUs
 # afresh the distributed optimizer (ZeRO 1); resumed, ZeRO 0 with TP/CP/DP re-planned for 8 GPUs.
@@ -54,18 +55,20 @@ check "resume on 8 GPUs: every GPU used (TP/PP/DP/CP re-planned)" test "$(( $(va
 # A requeued job (SLURM_RESTART_COUNT=1, same job id and plan directory) resumes from its own previous plan.
 rq=$(run_batch "$WORK/job.sh" --requeue --gpus=8 --paratune=llama3-8b,gbs=64)
 scontrol requeue "$rq"
-for _ in $(seq 120); do
+# slurmctld holds a requeued batch job back (BeginTime) for about two minutes; it may start at once here.
+for _ in $(seq 20); do scontrol update JobId="$rq" StartTime=now 2>/dev/null && break; sleep 0.5; done
+for _ in $(seq 300); do
   scontrol show job "$rq" 2>/dev/null | grep -q "Restarts=1" &&
     scontrol show job "$rq" 2>/dev/null | grep -qE "JobState=(COMPLETED|FAILED)" && break
   sleep 1
 done
 check "requeued job: it ran again (Restarts=1)" bash -c "scontrol show job $rq | grep -q 'Restarts=1'"
 check "requeued job: it resumed from its own plan, keeping the format" \
-  grep -q "resume from .*/paratune-$rq/plan.json: kept megatron with checkpoint format fsdp_dtensor" "$LOG_DIR/jobs/$rq.log"
-check "positive control: the first run of a job has no resume note" bash -c "! grep -q 'resume from' '$LOG_DIR/jobs/$first.log'"
+  grep -q "resume from .*/paratune-$rq/plan.json: kept megatron with checkpoint format fsdp_dtensor" "$LOG_DIR/jobs/$rq/job.log"
+check "positive control: the first run of a job has no resume note" bash -c "! grep -q 'resume from' '$LOG_DIR/jobs/$first/job.log'"
 
 printf 'not json\n' > "$WORK/bogus.json"
 bad=$(run_batch "$WORK/job.sh" --gpus=8 "--paratune=llama3-8b,resume=$WORK/bogus.json")
 check "a resume file that is no plan: the job runs untouched" test -z "$(value "$bad" PARATUNE_TP)"
-check "a resume file that is no plan: the log says why" grep -q "bogus.json: not a paratune plan.json" "$LOG_DIR/jobs/$bad.log"
+check "a resume file that is no plan: the log says why" grep -q "bogus.json: not a paratune plan.json" "$LOG_DIR/jobs/$bad/job.log"
 finish

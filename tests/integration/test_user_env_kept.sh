@@ -10,7 +10,7 @@ check "PARATUNE_TP injected" grep -q '^PARATUNE_TP=' "$WORK/batch.env"
 check "NCCL_IB_HCA is still the user's" test "$(env_value "$WORK/batch.env" NCCL_IB_HCA)" = foo
 check "and in the srun step" test "$(cat "$WORK/step.txt")" = foo
 check "the user's PARATUNE_MICRO_BATCH=3 was kept" test "$(env_value "$WORK/batch.env" PARATUNE_MICRO_BATCH)" = 3
-check "the job log says it was kept" grep -q "kept the user's PARATUNE_MICRO_BATCH=3" "$LOG_DIR/jobs/$job.log"
+check "the job log says it was kept" grep -q "kept the user's PARATUNE_MICRO_BATCH=3" "$LOG_DIR/jobs/$job/job.log"
 check "the tuning log records it as kept" \
   bash -c "grep '\"job_id\":\"$job\"' '$LOG_DIR/tuning.jsonl' | grep -q '\"PARATUNE_MICRO_BATCH\":\"3\"'"
 finish

@@ -38,9 +38,9 @@ bool has_change(const std::vector<PolicyChange>& v, const std::string& text) {
   return std::any_of(v.begin(), v.end(), [&](const PolicyChange& c) { return describe(c) == text; });
 }
 
-advisor::Scenario mixtral(int nodes) {
+advisor::Scenario mixtral(int nodes, const char* preset = "mixtral-8x22b") {
   advisor::Scenario s;
-  s.model = advisor::model_preset("mixtral-8x22b");
+  s.model = advisor::model_preset(preset);
   s.training.global_batch = 1024;
   s.cluster.gpu = "h100-sxm5-80gb";
   s.cluster.nodes = nodes;
@@ -89,7 +89,7 @@ TEST(Kernels, ExactMessages) {
 // A site without DeepEP: the user's dispatcher=flex and ep beyond the cap are removed, and the plan has no flex.
 TEST(Kernels, SiteWithoutDeepEPNeverGetsTheFlexDispatcher) {
   const EffectivePolicy p = resolve(parse_policy(kSite, "p.toml"), "batch");
-  advisor::Scenario s = mixtral(8);
+  advisor::Scenario s = mixtral(8, "qwen3-30b-a3b");  // 128 fine-grained experts: flex wins across nodes
   ASSERT_EQ(advisor::advise(s).layout.dispatcher, Dispatcher::Flex) << "positive control: flex wins without a policy";
   s.parallel.dispatcher = Dispatcher::Flex;
   s.parallel.ep = 8;

@@ -97,5 +97,33 @@ check "100 kB deep TOML header: the log names file, line, column" \
       grep -q "deep.toml:1:130: syntax: nested deeper than 64 levels" "$T/err"
 check "100 kB deep TOML header: the log does not echo it" test "$(wc -c < "$T/err")" -lt 2000
 
+# Hardening round 3, finding 1: a step other than the batch step takes its partition and nodes from slurmctld, never
+# from its environment, which its client wrote. Here there is no slurmctld to ask (libslurm finds no configuration):
+# the step is not held beyond the query's bound, the policy's [defaults] apply and not the partition the
+# environment names, no node name is taken from it, and the log says why.
+printf '[defaults.env]\nforce = { NCCL_IB_HCA = "default-hca" }\n[partition.gpu.env]\nforce = { NCCL_IB_HCA = "gpu-hca" }\n' \
+  > "$T/parts.toml"; chmod 0644 "$T/parts.toml"
+forged_env=(--env SLURM_JOB_PARTITION=gpu --env SLURM_NNODES=64 --env SLURM_JOB_NUM_NODES=64
+            --env "SLURM_STEP_NODELIST=forged[1-64]" --env SLURM_STEP_GPUS=0,1,2,3,4,5,6,7 --env SLURM_GPUS_ON_NODE=8
+            --env "SLURM_SUBMIT_DIR=$T/submit")
+start=$(date +%s)
+out=$(SLURM_CONF=/nonexistent/paratune/slurm.conf "$host" "$so" remote --job-id 106 --step 0 --option gpt3-1.3b \
+      "${forged_env[@]}" -- topology=builtin:nvidia-dgx2 "log_dir=$T/log" "cache=$T/run/topology.json" \
+      "policy=$T/parts.toml" 2>"$T/err")
+took=$(( $(date +%s) - start ))
+check "forged srun step, no slurmctld: every callback returns 0" all_zero "$out"
+check "forged srun step, no slurmctld: not held beyond the bound (${took} s)" test "$took" -lt 15
+check "forged srun step, no slurmctld: the [defaults] variable, not the forged partition's" \
+  grep -qx "env NCCL_IB_HCA=default-hca" <<<"$out"
+check "forged srun step, no slurmctld: the log says there was no answer from slurmctld" \
+  grep -q "no answer from slurmctld" "$T/err"
+check "forged srun step, no slurmctld: its line has no partition, one node, no forged name" python3 - "$T/log/tuning.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"job_id":"106"' in l]
+assert len(rows) == 1, rows
+r = rows[0]
+assert r["partition"] == "" and r["nodes"] == 1 and "forged" not in json.dumps(r), (r["partition"], r["nodes"], r.get("node_list"))
+PY
+
 [ "$fails" -eq 0 ] || { echo "--- last stderr ---"; tail -n 20 "$T/err"; echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

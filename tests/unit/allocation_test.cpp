@@ -37,7 +37,7 @@ TEST(Allocation, MalformedValuesNameTheVariable) {
            {"CUDA_VISIBLE_DEVICES", "0,x"}, {"SLURM_JOB_GPUS", "3-1"}, {"SLURM_STEP_GPUS", "0-999999"}}) {
     MapEnvironment env(Vars{{name, value}});
     try {
-      allocation_from_env(env, /*batch_step=*/name == "SLURM_JOB_GPUS");
+      allocation_from_env(env, /*batch_step=*/name != "SLURM_STEP_GPUS");
       FAIL() << name;
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
@@ -59,6 +59,21 @@ TEST(Allocation, VariablesAUserCanSpoofAreNotRead) {
   auto b = allocation_from_env(batch, /*batch_step=*/true);
   EXPECT_EQ(b.nodes, 2);
   EXPECT_TRUE(b.gpu_indexes.empty());
+}
+
+// Hardening round 3: outside the batch step the environment is the client's (any program can launch a step with an
+// environment of its own), so the partition and the node count are not read from it at all — a forged or malformed
+// value neither changes the plan nor throws (the plugin asks slurmctld: slurm.fault_forged_step).
+TEST(Allocation, OtherStepsTakeNeitherPartitionNorNodeCountFromTheEnvironment) {
+  MapEnvironment forged(Vars{{"SLURM_NNODES", "64"}, {"SLURM_JOB_NUM_NODES", "64"}, {"SLURM_JOB_PARTITION", "gpu"},
+                             {"SLURM_STEP_GPUS", "0,1"}});
+  auto a = allocation_from_env(forged, /*batch_step=*/false);
+  EXPECT_EQ(a.nodes, 1);
+  EXPECT_EQ(a.partition, "");
+  EXPECT_EQ(a.gpu_indexes, (std::vector<int>{0, 1}));  // control: what slurmstepd sets is still read
+  MapEnvironment malformed(Vars{{"SLURM_NNODES", "four"}, {"SLURM_STEP_GPUS", "0"}});
+  EXPECT_NO_THROW(allocation_from_env(malformed, /*batch_step=*/false));
+  EXPECT_THROW(allocation_from_env(malformed, /*batch_step=*/true), std::invalid_argument);  // control
 }
 
 TEST(Allocation, JobNumNodesIsTheFallbackWhenSlurmNnodesIsAbsent) {

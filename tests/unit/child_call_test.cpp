@@ -6,6 +6,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -273,10 +276,13 @@ TEST(ChildCall, AChildSigkillCannotEndIsAbandonedAfterTheGrace) {
     for (int i = 0; i < 200 && !returned; ++i) std::this_thread::sleep_for(50ms);
     if (!returned) holder.release();
   });
-  const int read_fd = holder.read_fd();
+  // The child holds none of the caller's descriptors (they point at /dev/null there): it opens the same pipe anew
+  // through the caller's /proc entry, which reaches the same pipe and its lock.
+  const std::string pipe_path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(holder.read_fd());
   const auto took = expect_timeout(
       [&] {
         write_pid(pid_file, ::getpid());
+        const int read_fd = ::open(pipe_path.c_str(), O_RDONLY);
         char c;
         (void)!::read(read_fd, &c, 1);  // D state here, waiting for pipe->mutex
         return std::string("read returned");
@@ -293,4 +299,59 @@ TEST(ChildCall, AChildSigkillCannotEndIsAbandonedAfterTheGrace) {
   const int st = reap_within(w, 5000ms);
   ASSERT_NE(st, -1) << "the abandoned child did not end once freed, state " << proc_state(w);
   EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << st;
+}
+
+// Hardening round 3, finding 5: the children are copies of slurmstepd. They must not dump core, the job's user must
+// not be able to ptrace them, and they hold none of the daemon's descriptors while they read what the user wrote.
+TEST(ChildHardening, TheChildIsNotDumpableAndHasNoCoreLimit) {
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_CORE, &saved), 0);
+  struct rlimit some = saved;
+  some.rlim_cur = saved.rlim_max == RLIM_INFINITY ? (1u << 20) : saved.rlim_max;  // as much as we may
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &some), 0);
+  const std::string parent = std::to_string(::prctl(PR_GET_DUMPABLE)) + "," + std::to_string(some.rlim_cur);
+  const std::string child = call_in_child(
+      [] {
+        struct rlimit r {};
+        ::getrlimit(RLIMIT_CORE, &r);
+        return std::to_string(::prctl(PR_GET_DUMPABLE)) + "," + std::to_string(r.rlim_cur) + "," +
+               std::to_string(r.rlim_max);
+      },
+      5000, "hardening");
+  ::setrlimit(RLIMIT_CORE, &saved);
+  EXPECT_EQ(child, "0,0,0");
+  if (some.rlim_cur > 0) {
+    EXPECT_EQ(parent, "1," + std::to_string(some.rlim_cur));  // control: the caller's differ
+  }
+}
+
+TEST(ChildHardening, TheChildHoldsNoneOfTheCallersDescriptors) {
+  TempDir t;
+  const std::string secret = t.path + "/secret.log";
+  const int file_fd = ::open(secret.c_str(), O_WRONLY | O_CREAT, 0600);  // no O_CLOEXEC: inherited by a fork
+  int sv[2];
+  ASSERT_GE(file_fd, 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  auto target = [](int fd) {
+    char buf[512] = {};
+    const ssize_t n = ::readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), buf, sizeof buf - 1);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("closed");
+  };
+  const std::string seen = call_in_child(
+      [&] {
+        std::string out;
+        for (int fd : {0, 1, 2, file_fd, sv[0], sv[1]}) out += target(fd) + ";";
+        // Writing to a remembered number reaches /dev/null, not the caller's file.
+        (void)!::write(file_fd, "leak", 4);
+        return out;
+      },
+      5000, "hardening");
+  EXPECT_EQ(seen, "/dev/null;/dev/null;/dev/null;/dev/null;/dev/null;/dev/null;");
+  EXPECT_EQ(target(file_fd), secret);  // control: the caller still holds its file
+  struct stat st {};
+  ASSERT_EQ(::stat(secret.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 0);
+  ::close(file_fd);
+  ::close(sv[0]);
+  ::close(sv[1]);
 }

@@ -1,6 +1,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 
@@ -133,14 +134,112 @@ TEST(DecisionChild, AFifoScenarioIsRefusedWithoutBlocking) {
 TEST(DecisionChild, ReplyRoundTripsThroughJson) {
   DecidedJob d;
   d.dir = "/x/paratune-1";
-  d.injection.assignments = {{"PARATUNE_TP", "2", "tensor-parallel degree"}};
-  d.injection.force = {"NCCL_IB_HCA"};
-  d.injection.unset = {"NCCL_NVLS_ENABLE"};
-  d.injection.changes = {{"what", "why"}};
+  d.wanted = {{"PARATUNE_TP", "2", "tensor-parallel degree"}};
   d.record = {{"plan", {{"tp", 2}}}};
   d.summary = "s";
   d.changes = {"c"};
   d.notes = {"n"};
-  const auto back = decided_job_from_json(to_json(d));
+  const auto back = decided_job_from_json(to_json(d), policies::EffectivePolicy{});
   EXPECT_EQ(to_json(back), to_json(d));
+  ASSERT_EQ(back.injection.assignments.size(), 1u);  // no policy: the decision's variable as it is
+  EXPECT_EQ(back.injection.assignments[0].name, "PARATUNE_TP");
+}
+
+namespace {
+
+// A site policy that forces NCCL_IB_HCA and forbids NCCL_NVLS_ENABLE.
+policies::EffectivePolicy forcing_policy() {
+  return policies::resolve(policies::parse_policy("[defaults.env]\nforce = { NCCL_IB_HCA = \"mlx5_0:1\" }\n"
+                                                  "forbid = [\"NCCL_NVLS_ENABLE\"]\n", "site.toml"), "");
+}
+
+bool sets(const EnvInjection& inj, const std::string& name, const std::string& value) {
+  for (const auto& a : inj.assignments)
+    if (a.name == name && a.value == value) return true;
+  return false;
+}
+
+}  // namespace
+
+// Hardening round 3, finding 5: the decision child runs the user's input, so what it answers about the site's
+// variable rules is not taken — the parent applies the policy to the variables the child names. A reply as a
+// compromised child could send it: the forbidden variable set, the forced one left out, and the earlier reply
+// format's own say on what to force and remove.
+TEST(DecisionChild, TheParentAppliesThePolicyWhateverTheChildAnswers) {
+  const auto policy = forcing_policy();
+  const nlohmann::json reply = {
+      {"dir", "/x/paratune-1"},
+      {"wanted", {{{"name", "NCCL_NVLS_ENABLE"}, {"value", "1"}, {"reason", "child says"}},
+                  {{"name", "PARATUNE_TP"}, {"value", "8"}, {"reason", "tp"}}}},
+      {"assignments", {{{"name", "NCCL_NVLS_ENABLE"}, {"value", "1"}, {"reason", "child says"}}}},
+      {"force", nlohmann::json::array()}, {"unset", nlohmann::json::array()},
+      {"injection_changes", nlohmann::json::array()},
+      {"record", nlohmann::json::object()}, {"summary", "s"}, {"changes", nlohmann::json::array()},
+      {"notes", nlohmann::json::array()}};
+  const auto d = decided_job_from_json(reply, policy);
+  EXPECT_FALSE(sets(d.injection, "NCCL_NVLS_ENABLE", "1"));
+  EXPECT_NE(std::find(d.injection.unset.begin(), d.injection.unset.end(), "NCCL_NVLS_ENABLE"), d.injection.unset.end());
+  EXPECT_TRUE(sets(d.injection, "NCCL_IB_HCA", "mlx5_0:1"));
+  EXPECT_NE(std::find(d.injection.force.begin(), d.injection.force.end(), "NCCL_IB_HCA"), d.injection.force.end());
+  EXPECT_TRUE(sets(d.injection, "PARATUNE_TP", "8"));  // control: the decision's own variable is kept
+}
+
+TEST(DecisionChild, AReplyNamingAVariableThatIsNotAPlainNameIsRefused) {
+  for (const std::string& bad : std::vector<std::string>{"LD_PRELOAD=/tmp/x.so", "A B", "", "1ABC", std::string(200, 'A')}) {
+    const nlohmann::json reply = {{"dir", "/x"}, {"wanted", {{{"name", bad}, {"value", "1"}, {"reason", "r"}}}},
+                                  {"record", nlohmann::json::object()}, {"summary", "s"},
+                                  {"changes", nlohmann::json::array()}, {"notes", nlohmann::json::array()}};
+    EXPECT_THROW(decided_job_from_json(reply, policies::EffectivePolicy{}), std::exception) << bad;
+  }
+}
+
+namespace {
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 07777;
+}
+
+}  // namespace
+
+// Hardening round 3, finding 2: plan directories were 0755 and plan files 0644 whatever the umask, so a plan in
+// /tmp was every user's to read. Now 0700/0600, or 0750/0640 where the site lets the group read them.
+TEST(DecisionChild, ThePlanDirectoryIsPrivateWhateverTheUmask) {
+  TempDir t;
+  const mode_t old_umask = ::umask(0);  // the most permissive umask: the modes must not come from it
+  const auto d = decide_in_child(request("gpt3-1.3b,gbs=64", writable_dir(t)));
+  ::umask(old_umask);
+  EXPECT_EQ(mode_of(d.dir), 0700u);
+  EXPECT_EQ(mode_of(d.dir + "/plan.json"), 0600u);
+  EXPECT_EQ(mode_of(d.dir + "/torchrun.args"), 0600u);
+  auto r = request("gpt3-1.3b,gbs=64", writable_dir(t));
+  r.job_id = "78";
+  r.group_readable = true;
+  const auto g = decide_in_child(r);
+  EXPECT_EQ(mode_of(g.dir), 0750u);
+  EXPECT_EQ(mode_of(g.dir + "/plan.json"), 0640u);
+}
+
+// The /tmp fallback: another user who made /tmp/paratune-<jobid> first (the name was predictable) made the plan
+// write fail, and under on_error = "closed" the victim's job exit 1. Now the fallback is a fresh mkdtemp directory.
+TEST(DecisionChild, APlanNameTakenByAnotherUserGivesAFreshDirectoryNotAFailure) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: another user's directory must be made";
+  TempDir t;
+  const std::string fallback = t.path + "/tmp";
+  ASSERT_EQ(::mkdir(fallback.c_str(), 01777), 0);
+  ASSERT_EQ(::chmod(fallback.c_str(), 01777), 0);
+  const std::string taken = fallback + "/paratune-77";
+  ASSERT_EQ(::mkdir(taken.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(taken.c_str(), 1, 1), 0);  // daemon's: the attacker got there first
+  auto r = request("gpt3-1.3b,gbs=64", t.path + "/not-writable");  // the submit directory cannot take it
+  r.dir_bases = {t.path + "/not-writable", taken.substr(0, taken.rfind('/'))};  // nor the taken name
+  r.fallback_base = fallback;
+  const auto d = decide_in_child(r);
+  EXPECT_NE(d.dir, taken);
+  EXPECT_EQ(d.dir.rfind(fallback + "/paratune-77-", 0), 0u) << d.dir;
+  EXPECT_EQ(mode_of(d.dir), 0700u);
+  struct stat st {};
+  ASSERT_EQ(::stat((d.dir + "/plan.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kNobody);
+  EXPECT_EQ(::access((taken + "/plan.json").c_str(), F_OK), -1);  // nothing written into the attacker's directory
 }

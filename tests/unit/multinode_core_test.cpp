@@ -11,6 +11,7 @@
 
 #include "job/decision.h"
 #include "job/fabric_placement.h"
+#include "job/job_files.h"
 #include "job/node_checks.h"
 #include "job/plugin_config.h"
 #include "job/safe_file.h"
@@ -58,20 +59,22 @@ TEST(HostPattern, ExpandsInTopologyAndCacheOnly) {
 
 TEST(NodeChecks, RecordedPerNodeCollectedOnceByNodeZero) {
   fixtures::TempDir dir;
-  UniqueFd fd(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY));
-  record_node_check(fd.get(), "42", {"mn1", "0", "fpA", "fpA", true});
-  record_node_check(fd.get(), "42", {"mn3", "0", "fpB", "fpA", false});
-  record_node_check(fd.get(), "42", {"../../etc", "0", "fpA", "fpA", true});  // a hostile name stays inside
-  record_node_check(fd.get(), "7", {"mn2", "0", "fpC", "fpA", true});        // another job's
-  auto c = collect_node_checks(fd.get(), "42");
+  UniqueFd jobs(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY));
+  UniqueFd job42 = open_job_dir(jobs.get(), "42"), job7 = open_job_dir(jobs.get(), "7");
+  EXPECT_TRUE(record_node_check(job42.get(), {"mn1", "0", "fpA", "fpA", true}));
+  EXPECT_TRUE(record_node_check(job42.get(), {"mn3", "0", "fpB", "fpA", false}));
+  EXPECT_TRUE(record_node_check(job42.get(), {"../../etc", "0", "fpA", "fpA", true}));  // a hostile name stays inside
+  EXPECT_TRUE(record_node_check(job7.get(), {"mn2", "0", "fpC", "fpA", true}));        // another job's
+  auto c = collect_node_checks(job42.get());
   EXPECT_EQ(c["checked"], 3);
   ASSERT_EQ(c["mismatch"].size(), 1u);
   EXPECT_EQ(c["mismatch"][0]["host"], "mn3");
   EXPECT_EQ(c["mismatch"][0]["plan_fingerprint"], "fpA");
   EXPECT_EQ(c["plan_unreadable"], nlohmann::json::array({"mn3"}));
-  EXPECT_EQ(collect_node_checks(fd.get(), "42")["checked"], 0);  // read once, removed
-  EXPECT_EQ(collect_node_checks(fd.get(), "7")["checked"], 1);   // the other job's untouched until its turn
-  EXPECT_EQ(node_check_name("42", "../../etc", "0").find('/'), std::string::npos);
+  EXPECT_EQ(collect_node_checks(job42.get())["checked"], 0);  // read once, removed
+  EXPECT_EQ(collect_node_checks(job7.get())["checked"], 1);   // the other job's untouched until its turn
+  EXPECT_EQ(node_check_name("../../etc", "0").find('/'), std::string::npos);
+  EXPECT_EQ(job_dir_name("../../etc").find('/'), std::string::npos);
 }
 
 TEST(HetJob, ComponentsFromSlurmHetSize) {

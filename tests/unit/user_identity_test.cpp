@@ -1,4 +1,5 @@
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <functional>
@@ -75,4 +76,24 @@ TEST(UserIdentity, GroupsOfRootIncludeItsPrimaryGroup) {
   const auto groups = groups_of("root", 0);
   ASSERT_FALSE(groups.empty());
   EXPECT_EQ(groups.front(), 0u);
+}
+
+// Hardening round 3, finding 5: after the drop the child is the user's, so it must not be dumpable (the uid change
+// sets the flag to fs.suid_dumpable, which a site may have at 1: the user could then ptrace a copy of slurmstepd)
+// and must hold nothing of slurmstepd's environment.
+TEST(UserIdentity, TheUsersChildIsNotDumpableAndHasAnEmptyEnvironment) {
+  const int rc = in_child([] {
+    ::setenv("PARATUNE_DAEMON_SECRET", "x", 1);
+    ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);  // as after a uid change with fs.suid_dumpable = 1
+    const bool root = ::geteuid() == 0;
+    try {
+      become_user_for_good(JobUser{root ? kNobody : ::getuid(), root ? kNogroup : ::getgid(), {}, true});
+    } catch (...) {
+      return 1;
+    }
+    if (::prctl(PR_GET_DUMPABLE) != 0) return 2;
+    if (::getenv("PARATUNE_DAEMON_SECRET") || (environ && environ[0])) return 3;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
 }

@@ -2,7 +2,7 @@
 // rotated copies, or the same file named twice, merged into one list with one line per job.
 //
 // Which copy of a job wins (docs/tuning-log.md, "One site log from many files"): a job has one line when
-// log_dir is shared (the jobs/<id>.line marker), but with a log_dir per node the marker is per node too, so the
+// log_dir is shared (the jobs/<id>/line marker), but with a log_dir per node the marker is per node too, so the
 // deciding steps of one allocation that start on different nodes each write one; a shipper that delivers at
 // least once repeats lines; and logrotate's copytruncate leaves a line in both the old and the new file. Among
 // the lines with the same job_id the most complete one is kept:
