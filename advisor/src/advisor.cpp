@@ -109,8 +109,31 @@ Layout layout_from_scenario(const Scenario& s) {
   l.ep = p.ep.value_or(1);
   l.etp = p.etp.value_or(1);
   l.dispatcher = p.dispatcher.value_or(Dispatcher::AllToAll);
+  l.first_stage_layers = p.first_stage_layers.value_or(0);
+  l.last_stage_layers = p.last_stage_layers.value_or(0);
   return l;
 }
+
+namespace {
+
+// A stage layout (first/last ranks' layers): Megatron and NeMo take it (--pipeline-model-parallel-layout), with at
+// least one layer per virtual chunk on every rank.
+std::string stage_layout_problem(const Scenario& s, const Layout& l, Framework f) {
+  if (l.first_stage_layers <= 0 && l.last_stage_layers <= 0) return "";
+  if (f != Framework::Megatron && f != Framework::Nemo)
+    return std::string("a pipeline stage layout (first/last_stage_layers) is planned for megatron and nemo only, not ") +
+           to_string(f);
+  const int v = std::max(1, l.virtual_stages), L = s.model.layers;
+  const int left = L - l.first_stage_layers - l.last_stage_layers;
+  if (l.pp < 2 || l.first_stage_layers < v || l.last_stage_layers < v ||
+      (l.pp == 2 ? left != 0 : left < (l.pp - 2) * v))
+    return "first_stage_layers " + std::to_string(l.first_stage_layers) + " and last_stage_layers " +
+           std::to_string(l.last_stage_layers) + " do not split " + std::to_string(L) + " layers over pp " +
+           std::to_string(l.pp) + " with at least " + std::to_string(v) + " a rank";
+  return "";
+}
+
+}  // namespace
 
 std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
   const ModelSpec& m = s.model;
@@ -149,6 +172,7 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
     if ((l.dp * l.cp) % l.shard_group != 0) return "shard_group must divide dp*cp";
   }
   if (const std::string why = moe_layout_problem(s, l, f); !why.empty()) return why;
+  if (const std::string why = stage_layout_problem(s, l, f); !why.empty()) return why;
   return version_problem(s, l, f);  // what the framework version itself cannot run (framework_versions.h)
 }
 
@@ -326,7 +350,27 @@ double usable_gib(const Evaluator& ev, double margin) {
 }
 
 // Every micro-batch of one fully chosen layout but the micro-batch, smallest first, until memory runs out.
-void search_micro_batches(const Evaluator& ev, Framework f, Layout l, const std::vector<int>& mbs, SearchState& st) {
+// Megatron and NeMo take an explicit stage layout (--pipeline-model-parallel-layout): the search balances the
+// stages when the scenario leaves the split open, and keeps the framework's own split where that is as fast or the
+// balanced one does not fit.
+bool plans_stages(const Scenario& s, Framework f, const Layout& l) {
+  return (f == Framework::Megatron || f == Framework::Nemo) && l.pp > 1 && !s.parallel.first_stage_layers &&
+         !s.parallel.last_stage_layers;
+}
+
+Ranked best_split(const Scenario& s, const Evaluator& ev, Framework f, const Layout& l, double usable) {
+  const Evaluator::Result r = ev.evaluate(l);
+  Ranked out{r.step_s, 0, f, l};
+  if (!plans_stages(s, f, l)) return out;
+  const Layout planned = ev.with_planned_stages(l, r);
+  if (planned.first_stage_layers <= 0 || ev.memory_gib(planned) > usable) return out;
+  const double t = ev.evaluate(planned).step_s;
+  if (t < out.t) out = Ranked{t, 0, f, planned};
+  return out;
+}
+
+void search_micro_batches(const Scenario& s, const Evaluator& ev, Framework f, Layout l, const std::vector<int>& mbs,
+                          SearchState& st) {
   for (int mb : mbs) {
     l.micro_batch = mb;
     const double mem = ev.memory_gib(l);
@@ -339,7 +383,7 @@ void search_micro_batches(const Evaluator& ev, Framework f, Layout l, const std:
       ++st.pruned_memory;
       return;  // a larger micro-batch needs more memory still
     }
-    st.offer(Ranked{ev.evaluate(l).step_s, 0, f, l});
+    st.offer(best_split(s, ev, f, l, usable_gib(ev, st.margin)));
     ++st.evaluated;
     if (st.time_is_up()) return;
   }
@@ -402,9 +446,11 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
           l.tp = d.tp; l.pp = d.pp; l.cp = d.cp; l.dp = d.dp; l.virtual_stages = v;
           l.zero_stage = z; l.recompute = r; l.sequence_parallel = sp && d.tp > 1; l.shard_group = sg;
           l.ep = x.ep; l.etp = x.etp; l.dispatcher = x.dispatcher;
+          l.first_stage_layers = c.first_stage_layers.value_or(0);
+          l.last_stage_layers = c.last_stage_layers.value_or(0);
           if (s.model.is_moe() && !moe_layout_problem(s, l, f).empty()) continue;
           if (!version_problem(s, l, f).empty()) continue;  // the framework version would refuse it at launch
-          search_micro_batches(ev, f, l, mbs, st);
+          search_micro_batches(s, ev, f, l, mbs, st);
           if (st.out_of_time) return;
         }
       }
@@ -526,6 +572,19 @@ std::string runner_up_note(const Prediction& winner, const Prediction& runner_up
          names[k] + " (+" + fmt("%.3f", dox[k] - dw[k]) + " s)";
 }
 
+// The stage layout the search balanced, and the split it replaced.
+std::string stage_layout_note(const Scenario& s, const Layout& l) {
+  const int L = s.model.layers, p = l.pp;
+  const int rest = L - l.first_stage_layers - l.last_stage_layers;
+  std::string mid = p > 2 ? std::to_string(rest / (p - 2)) + (rest % (p - 2) ? "-" + std::to_string(rest / (p - 2) + 1) : "")
+                          : std::string();
+  return "pipeline stages balanced by cost: " + std::to_string(l.first_stage_layers) + " layers and the embedding on "
+         "the first rank, " + (p > 2 ? mid + " on each middle rank, " : std::string()) +
+         std::to_string(l.last_stage_layers) + " and the LM head, loss" + (s.model.mtp_layers > 0 ? " and MTP" : "") +
+         " on the last (instead of " + std::to_string((L + p - 1) / p) + " a rank; the framework arguments carry "
+         "the layout)";
+}
+
 // Which memory margin the plan kept, and why (the model's own error).
 std::string margin_note(const Evaluator& ev, double margin, double plan_gib) {
   const double usable = usable_gib(ev, margin);
@@ -578,6 +637,8 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   plan.notes.push_back(std::to_string(st.evaluated) + " layouts evaluated, " + std::to_string(st.pruned_memory) +
                        " pruned by memory");
   plan.notes.push_back(margin_note(ev_for(plan.framework), st.margin, plan.prediction.memory_gib_per_gpu));
+  if (plan.layout.first_stage_layers > 0 && !s.parallel.first_stage_layers)
+    plan.notes.push_back(stage_layout_note(s, plan.layout));
   if (st.out_of_time)
     plan.notes.push_back("the search stopped at its time budget of " + fmt("%.1f", limits.time_budget_s) +
                          " s: this plan is the best of the layouts evaluated, not of all");

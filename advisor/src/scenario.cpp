@@ -285,6 +285,16 @@ void validate(const Scenario& s) {
     bad("parallel.ep", "expert parallelism (ep, etp, dispatcher) needs a mixture-of-experts model (model.moe_experts)");
   if (p.ep && m.is_moe() && m.moe_experts % *p.ep != 0)
     bad("parallel.ep", "must divide model.moe_experts (" + std::to_string(m.moe_experts) + ")");
+  if (p.first_stage_layers.has_value() != p.last_stage_layers.has_value())
+    bad("parallel.first_stage_layers", "give first_stage_layers and last_stage_layers together (or neither)");
+  if (p.first_stage_layers) {
+    const int pp = p.pp.value_or(1), L = m.layers, left = L - *p.first_stage_layers - *p.last_stage_layers;
+    if (pp < 2) bad("parallel.first_stage_layers", "a stage layout needs parallel.pp >= 2");
+    if (*p.first_stage_layers < 1 || *p.last_stage_layers < 1 || (pp == 2 ? left != 0 : left < pp - 2))
+      bad("parallel.first_stage_layers",
+          "first_stage_layers + last_stage_layers must leave the " + std::to_string(std::max(0, pp - 2)) +
+              " middle stages at least one of the model's " + std::to_string(L) + " layers each (all of them with pp 2)");
+  }
   if (p.zero_stage && (*p.zero_stage < 0 || *p.zero_stage > 3))
     bad("parallel.zero_stage", "must be 0, 1, 2 or 3 (FSDP full shard = 3, shard-grad-op = 2)");
   const int total = s.total_gpus();

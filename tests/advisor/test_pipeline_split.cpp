@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "paratune/advisor/advisor.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/model.h"
@@ -154,4 +155,107 @@ TEST(ParamGather, DefaultsAndMegatronArguments) {
   s.training.overlap_param_gather = false;
   EXPECT_EQ(args().find("--overlap-param-gather"), std::string::npos) << args();
   EXPECT_NE(args().find("--overlap-grad-reduce"), std::string::npos) << args();  // the control: still overlapped
+}
+
+namespace {
+
+// DeepSeek-V3 on H100 (Megatron, FP8, 1024 GPUs), with a pipeline of p ranks and v chunks.
+paratune::advisor::Layout dsv3_planned(int pp, int v, int* layers_total) {
+  using namespace paratune::advisor;
+  Scenario s;
+  s.model = model_preset("deepseek-v3");
+  s.training.global_batch = 4096;
+  s.training.precision = Precision::Fp8;
+  s.training.framework = Framework::Megatron;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 128;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  Layout l;
+  l.tp = 2; l.pp = pp; l.virtual_stages = v; l.ep = 64; l.dp = 1024 / (2 * pp); l.micro_batch = 1;
+  l.zero_stage = 1; l.sequence_parallel = true; l.recompute = Recompute::Selective; l.dispatcher = Dispatcher::Flex;
+  *layers_total = s.model.layers;
+  return Evaluator(s, Framework::Megatron).with_planned_stages(l);
+}
+
+}  // namespace
+
+// NVIDIA's own DeepSeek-V3 layouts (Megatron-Bridge recipes/deepseek/h100/deepseek_v3.py,
+// _get_deepseek_v3_pipeline_layout): pp 4 -> 16|16|16|13+MTP+loss, pp 8 -> 8|8x6|5+MTP+loss, pp 16 -> 4|4x14|1+MTP+loss
+// (the embedding costs the first rank nothing worth a layer; MTP and the loss about three). The planned split lands
+// within a layer of them.
+TEST(PlannedStages, DeepSeekV3AsNvidiasRecipes) {
+  struct Recipe { int pp, first, last; };
+  for (const Recipe& r : {Recipe{4, 16, 13}, Recipe{8, 8, 5}, Recipe{16, 4, 1}}) {
+    int L = 0;
+    const auto l = dsv3_planned(r.pp, 1, &L);
+    EXPECT_NEAR(l.first_stage_layers, r.first, 1) << "pp " << r.pp;
+    EXPECT_NEAR(l.last_stage_layers, r.last, 1) << "pp " << r.pp;
+    EXPECT_LE(l.first_stage_layers + l.last_stage_layers, L - (r.pp - 2)) << "pp " << r.pp;
+  }
+}
+
+// A planned split is never slower than the framework's own, and a model without a heavy head keeps equal counts.
+TEST(PlannedStages, NeverSlowerThanTheDefaultSplit) {
+  using namespace paratune::advisor;
+  for (const char* preset : {"llama3-70b", "gpt3-175b", "deepseek-v3", "qwen3-235b-a22b"}) {
+    Scenario s;
+    s.model = model_preset(preset);
+    s.training.global_batch = 1024;
+    s.training.framework = Framework::Megatron;
+    s.cluster.gpu = "h100-sxm5-80gb";
+    s.cluster.nodes = 32;
+    s.cluster.gpus_per_node = 8;
+    s.cluster.nic_count = 8;
+    s.cluster.nic_gbps = 400;
+    const Evaluator ev(s, Framework::Megatron);
+    for (int pp : {2, 4, 8}) {
+      Layout l;
+      l.tp = 8; l.pp = pp; l.dp = 256 / (8 * pp); l.micro_batch = 1; l.zero_stage = 1;
+      l.sequence_parallel = true; l.recompute = Recompute::Selective;
+      if (s.model.is_moe()) { l.ep = 8; l.etp = 1; }
+      const Layout planned = ev.with_planned_stages(l);
+      ASSERT_GT(planned.first_stage_layers, 0) << preset << " pp " << pp;
+      EXPECT_LE(ev.evaluate(planned).step_s, ev.evaluate(l).step_s * (1 + 1e-9)) << preset << " pp " << pp;
+    }
+  }
+}
+
+// advise balances the stages of Megatron and NeMo and the arguments carry the split: DeepSeek-V3 with pp 8 on H100
+// gets NVIDIA's own layout for it (Megatron-Bridge _get_deepseek_v3_pipeline_layout: the embedding and 8 layers,
+// 8 on each of the six middle ranks, 5 with MTP and the loss), and the plan's notes say so.
+TEST(PlannedStages, AdviseEmitsTheBalancedLayout) {
+  Scenario s;
+  s.model = model_preset("deepseek-v3");
+  s.training.global_batch = 4096;
+  s.training.precision = Precision::Fp8;
+  s.training.framework = Framework::Megatron;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 128;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  s.parallel.pp = 8;
+  s.parallel.virtual_stages = 1;
+  const Plan p = advise(s);
+  ASSERT_EQ(p.layout.first_stage_layers, 8);
+  ASSERT_EQ(p.layout.last_stage_layers, 5);
+  const std::string args = framework_args(s, p).files.at(0).content;
+  const std::string t8(8, 't');
+  std::string want = "--pipeline-model-parallel-layout=E" + t8;
+  for (int i = 0; i < 6; ++i) want += "|" + t8;
+  want += "|tttttmL\n";
+  EXPECT_NE(args.find(want), std::string::npos) << args;
+  EXPECT_EQ(args.find("--account-for-embedding-in-pipeline-split"), std::string::npos);
+  bool noted = false;
+  for (const auto& n : p.notes) noted |= n.find("pipeline stages balanced by cost: 8 layers") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // A layout the scenario fixes is kept as given, and predict prices it.
+  Scenario fixed = s;
+  fixed.parallel.first_stage_layers = 9;
+  fixed.parallel.last_stage_layers = 4;
+  const Plan q = advise(fixed);
+  EXPECT_EQ(q.layout.first_stage_layers, 9);
+  EXPECT_EQ(q.layout.last_stage_layers, 4);
 }

@@ -178,6 +178,8 @@ Layout layout_from_json(const json& j) {
   opt_bool(j, "sequence_parallel", l.sequence_parallel);
   opt_num(j, "ep", l.ep, "plan.");
   opt_num(j, "etp", l.etp, "plan.");
+  opt_num(j, "first_stage_layers", l.first_stage_layers, "plan.");
+  opt_num(j, "last_stage_layers", l.last_stage_layers, "plan.");
   if (auto d = opt_str(j, "dispatcher"); !d.empty()) l.dispatcher = dispatcher_from_string(d);
   if (l.ep < 1) l.ep = 1;
   if (l.etp < 1) l.etp = 1;
@@ -233,6 +235,9 @@ json layout_to_json(const Layout& l) {
             {"sequence_parallel", l.sequence_parallel}, {"shard_group", l.shard_group}};
   if (l.ep > 1 || l.etp > 1) {  // expert parallelism (MoE); dense layouts keep their keys
     j["ep"] = l.ep; j["etp"] = l.etp; j["dispatcher"] = to_string(l.dispatcher);
+  }
+  if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {  // a planned stage layout; others keep their keys
+    j["first_stage_layers"] = l.first_stage_layers; j["last_stage_layers"] = l.last_stage_layers;
   }
   return j;
 }

@@ -33,6 +33,8 @@ std::string torchrun(const PlanView& v, const Launch& launch);
 
 // Mixture of experts (moe_args.cpp).
 bool moe_uneven_pipeline(const Scenario& s, const Layout& l);  // MoE layers split unevenly: an explicit layout
+// An explicit --pipeline-model-parallel-layout: MoE layers split unevenly, or the stages the plan balanced.
+bool explicit_pipeline_layout(const Scenario& s, const Layout& l);
 std::string pipeline_layout(const Scenario& s, const Layout& l);  // --pipeline-model-parallel-layout value
 void megatron_moe(const PlanView& v, const std::function<void(std::string, std::string)>& add);
 void nemo_moe(const PlanView& v, const std::function<void(const std::string&, const std::string&)>& set);

@@ -31,11 +31,11 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   add("--tensor-model-parallel-size", std::to_string(l.tp));
   add("--pipeline-model-parallel-size", std::to_string(l.pp));
   if (l.cp > 1) add("--context-parallel-size", std::to_string(l.cp));
-  const bool moe_layout = moe_uneven_pipeline(v.s, l);  // one layout string replaces the options below
-  if (moe_layout) add("--pipeline-model-parallel-layout", pipeline_layout(v.s, l));
-  if (l.pp > 1 && l.virtual_stages > 1 && !moe_layout)
+  const bool layout = explicit_pipeline_layout(v.s, l);  // one layout string replaces the options below
+  if (layout) add("--pipeline-model-parallel-layout", pipeline_layout(v.s, l));
+  if (l.pp > 1 && l.virtual_stages > 1 && !layout)
     add("--num-virtual-stages-per-pipeline-rank", std::to_string(l.virtual_stages));
-  if (v.uneven_pipeline && !moe_layout) {
+  if (v.uneven_pipeline && !layout) {
     add("--account-for-embedding-in-pipeline-split");
     add("--account-for-loss-in-pipeline-split");
   }

@@ -27,20 +27,46 @@ bool moe_uneven_pipeline(const Scenario& s, const Layout& l) {
   return s.model.is_moe() && l.pp > 1 && L % l.pp != 0 && (L + 2) % l.pp != 0;
 }
 
-std::string pipeline_layout(const Scenario& s, const Layout& l) {
-  // pp x vpp stages; the embedding on the first, MTP and the loss on the last; the remainder of the layers on the
-  // middle stages first (the first and last carry the embedding and the head).
-  const int stages = l.pp * std::max(1, l.virtual_stages), L = s.model.layers;
-  std::vector<int> n(stages, L / stages);
+bool explicit_pipeline_layout(const Scenario& s, const Layout& l) {
+  return moe_uneven_pipeline(s, l) || (l.pp > 1 && l.first_stage_layers > 0 && l.last_stage_layers > 0);
+}
+
+namespace {
+
+// Layers of each of the pp x vpp chunks (chunk c p + r is rank r's c-th): the plan's first and last ranks, the
+// middle ranks sharing the rest (the earlier ones one more), each rank's layers spread over its chunks; without a
+// planned split, every chunk the same with the remainder on the middle chunks first.
+std::vector<int> chunk_layers(const Scenario& s, const Layout& l) {
+  const int p = l.pp, v = std::max(1, l.virtual_stages), stages = p * v, L = s.model.layers;
+  std::vector<int> n(stages, 0);
+  if (l.first_stage_layers > 0 && l.last_stage_layers > 0) {
+    std::vector<int> rank(p, 0);
+    rank.front() = l.first_stage_layers;
+    rank.back() = l.last_stage_layers;
+    const int rest = L - l.first_stage_layers - l.last_stage_layers;
+    for (int r = 1; r < p - 1; ++r) rank[r] = rest / (p - 2) + (r - 1 < rest % (p - 2) ? 1 : 0);
+    for (int r = 0; r < p; ++r)
+      for (int c = 0; c < v; ++c) n[c * p + r] = rank[r] / v + (c < rank[r] % v ? 1 : 0);
+    return n;
+  }
+  n.assign(stages, L / stages);
   int rest = L % stages;
   for (int i = 1; i < stages - 1 && rest > 0; ++i, --rest) ++n[i];
   for (int i = 0; rest > 0; i = (i + 1) % stages, --rest) ++n[i];
+  return n;
+}
+
+}  // namespace
+
+std::string pipeline_layout(const Scenario& s, const Layout& l) {
+  // pp x vpp stages; the embedding on the first, MTP and the loss on the last.
+  const std::vector<int> n = chunk_layers(s, l);
   std::string out;
-  for (int i = 0; i < stages; ++i) {
+  for (size_t i = 0; i < n.size(); ++i) {
     if (i) out += "|";
     if (i == 0) out += "E";
     out += std::string(n[i], 't');
-    if (i == stages - 1) out += std::string(std::max(0, s.model.mtp_layers), 'm') + "L";
+    if (i + 1 == n.size()) out += std::string(std::max(0, s.model.mtp_layers), 'm') + "L";
   }
   return out;
 }

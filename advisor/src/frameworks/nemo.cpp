@@ -13,12 +13,12 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
   set("trainer.strategy.tensor_model_parallel_size", std::to_string(l.tp));
   set("trainer.strategy.pipeline_model_parallel_size", std::to_string(l.pp));
   set("trainer.strategy.context_parallel_size", std::to_string(l.cp));
-  const bool moe_layout = moe_uneven_pipeline(v.s, l);  // MoE layers split unevenly: one explicit layout
+  const bool layout = explicit_pipeline_layout(v.s, l);  // an uneven or planned split: one explicit layout
   set("trainer.strategy.virtual_pipeline_model_parallel_size",
-      l.pp > 1 && l.virtual_stages > 1 && !moe_layout ? std::to_string(l.virtual_stages) : "null");
-  if (moe_layout) set("trainer.strategy.pipeline_model_parallel_layout", pipeline_layout(v.s, l));
+      l.pp > 1 && l.virtual_stages > 1 && !layout ? std::to_string(l.virtual_stages) : "null");
+  if (layout) set("trainer.strategy.pipeline_model_parallel_layout", pipeline_layout(v.s, l));
   set("trainer.strategy.sequence_parallel", b(l.sequence_parallel && l.tp > 1));
-  if (v.uneven_pipeline && !moe_layout) {  // Megatron-Core asserts (layers + embedding + loss) % pp == 0
+  if (v.uneven_pipeline && !layout) {  // Megatron-Core asserts (layers + embedding + loss) % pp == 0
     set("trainer.strategy.account_for_embedding_in_pipeline_split", "true");
     set("trainer.strategy.account_for_loss_in_pipeline_split", "true");
   }

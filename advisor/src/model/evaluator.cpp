@@ -77,6 +77,20 @@ double step_of(const Breakdown& b) {
 
 }  // namespace
 
+Layout Evaluator::with_planned_stages(Layout l) const {
+  l.first_stage_layers = l.last_stage_layers = 0;
+  if (l.pp < 2 || r_.stack.balanced_stages) return l;
+  return with_planned_stages(l, evaluate(l));
+}
+
+Layout Evaluator::with_planned_stages(Layout l, const Result& r) const {
+  l.first_stage_layers = l.last_stage_layers = 0;
+  if (l.pp < 2 || r_.stack.balanced_stages) return l;
+  terms::plan_stage_layers(r_.s.model.layers, l.pp, std::max(1, l.virtual_stages), r.layer_s, r.emb_s, r.head_s,
+                           &l.first_stage_layers, &l.last_stage_layers);
+  return l;
+}
+
 Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   using namespace terms;
   Result r;
@@ -106,6 +120,9 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
 
   const double mb_over = p_.mb_overhead_us * 1e-6;
   const double emb = embedding_s(r_, l), head = head_s(r_, p_, l) + (moe ? mtp_s(r_, p_, l, pl.total()) : 0);
+  r.layer_s = pl.total();
+  r.emb_s = emb;
+  r.head_s = head;
   const Stages st = stage_times(r_, l, pl.total(), emb, head, mb_over);
   int Lf, Lm, Ll;
   stage_layers(r_, l, &Lf, &Lm, &Ll);

@@ -67,6 +67,14 @@ namespace terms {
 
 void stage_layers(const Resolved& R, const Layout& l, int* first, int* mid, int* last) {
   const int L = R.s.model.layers, p = std::max(1, l.pp);
+  if (p > 1 && (l.first_stage_layers > 0 || l.last_stage_layers > 0)) {
+    // A planned layout: the first and last ranks as given, the rest over the middle ranks (the largest share).
+    *first = l.first_stage_layers > 0 ? l.first_stage_layers : (L + p - 1) / p;
+    *last = l.last_stage_layers > 0 ? l.last_stage_layers : L - *first - (p - 2) * ((L + p - 1) / p);
+    if (p == 2) *last = L - *first;
+    *mid = p > 2 ? (L - *first - *last + p - 3) / (p - 2) : std::max(*first, *last);
+    return;
+  }
   if (p > 1 && R.stack.balanced_stages) {
     // The first stage, the one holding the LM head (it carries the logits' memory), the largest of the rest.
     *first = *mid = *last = 0;
@@ -92,6 +100,29 @@ void stage_layers(const Resolved& R, const Layout& l, int* first, int* mid, int*
 }
 
 double Stages::max() const { return std::max({first, mid, last}); }
+
+void plan_stage_layers(int L, int p, int v, double per_layer, double emb, double head, int* first, int* last) {
+  *first = *last = 0;
+  if (p < 2 || per_layer <= 0 || L < p * v) return;
+  // Every rank keeps at least one layer per virtual chunk; the middle ranks share the rest as evenly as whole
+  // layers allow. Try every first/last count around the balance point and keep the one whose slowest rank is the
+  // fastest (ties: the more even split).
+  // A rank never needs more than twice the mean (the others would then hold less than theirs).
+  const int hi = std::min(L - (p - 1) * v, 2 * ((L + p - 1) / p) + 2);
+  double best = 1e300;
+  int best_skew = 1 << 30;
+  for (int f = v; f <= hi; ++f)
+    for (int la = p == 2 ? L - f : v; la <= (p == 2 ? L - f : hi); ++la) {
+      const int rest = L - f - la;
+      if (p == 2 ? rest != 0 : rest < (p - 2) * v) continue;
+      const int mid = p > 2 ? (rest + p - 3) / (p - 2) : 0;
+      const double slowest = std::max({emb + f * per_layer, head + la * per_layer, mid * per_layer});
+      const int skew = std::abs(f - la) + std::abs(f - mid);
+      if (slowest < best * (1 - 1e-12) || (slowest <= best * (1 + 1e-12) && skew < best_skew)) {
+        best = slowest, best_skew = skew, *first = f, *last = la;
+      }
+    }
+}
 
 Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double emb, double head, double mb_over) {
   const int p = l.pp, v = std::max(1, l.virtual_stages);

@@ -154,11 +154,21 @@ class Evaluator {
     int microbatches = 0;
     double layer_fwd_s = 0, layer_bwd_s = 0;  // one transformer layer, one micro-batch (TP/CP comm included;
                                               // backward includes recompute)
+    double layer_s = 0;                       // what one layer costs its stage per micro-batch (everything above)
+    double emb_s = 0, head_s = 0;             // embedding (first stage) and LM head + loss (+ MTP) (last stage),
+                                              // one micro-batch, forward and backward
   };
 
   // Memory only (cheap; used to prune before timing).
   double memory_gib(const Layout& l, MemoryBreakdown* out = nullptr) const;
   Result evaluate(const Layout& l) const;
+  // The layout with its pipeline stages planned (first_stage_layers, last_stage_layers): the embedding on the first
+  // rank and the LM head, loss and MTP modules on the last take their time's worth of layers off those ranks, so
+  // that the slowest rank is as fast as whole layers allow (Megatron's --pipeline-model-parallel-layout expresses
+  // it). Unchanged when pp < 2 or the stack splits by its own rule (pipeline_split = balanced).
+  Layout with_planned_stages(Layout l) const;
+  // The same from the layout's own evaluation (r = evaluate(l) with the framework's split).
+  Layout with_planned_stages(Layout l, const Result& r) const;
 
   // Time of one collective of `bytes` (the full, unsharded buffer) on a group of `k` GPUs whose ranks are `stride`
   // apart in the global rank order (TP innermost, then CP, DP, PP); concurrent groups of the same kind share the

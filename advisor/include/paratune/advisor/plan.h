@@ -14,6 +14,9 @@ struct Layout {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   int shard_group = 0;  // ZeRO-3 / FSDP: 0 = shard over all DP ranks; k = hybrid (HSDP): shard within k, replicate
+  // Pipeline stage layout: transformer layers on the first and the last pipeline rank (all its virtual chunks), the
+  // rest spread over the middle ranks; 0 = the framework's own split (equal counts, or its embedding/loss rule).
+  int first_stage_layers = 0, last_stage_layers = 0;
   // Mixture of experts ("parallel folding": the experts' ep x etp x edp = tp x cp x dp of the attention).
   int ep = 1, etp = 1;
   Dispatcher dispatcher = Dispatcher::AllToAll;

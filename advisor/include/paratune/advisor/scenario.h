@@ -184,6 +184,9 @@ struct ParallelSpec {
   std::optional<bool> sequence_parallel;
   std::optional<int> ep, etp;              // expert parallel and expert tensor parallel degrees (MoE)
   std::optional<Dispatcher> dispatcher;    // MoE token dispatcher
+  // Pipeline stage layout: transformer layers on the first and the last pipeline rank (both, or neither: the
+  // framework's own split, or the one advise balances).
+  std::optional<int> first_stage_layers, last_stage_layers;
 };
 
 struct Scenario {
