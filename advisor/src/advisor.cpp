@@ -13,6 +13,7 @@
 #include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_versions.h"
 #include "paratune/advisor/model.h"
+#include "obstacle.h"
 
 namespace paratune::advisor {
 
@@ -519,12 +520,16 @@ std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimit
 
 // "Nothing fits": what the leanest layout needs, split into what memory and what batch divisibility stand in the way.
 std::string nothing_fits_message(const Scenario& s, const Evaluator& ev, const SearchState& st) {
+  if (st.least_mem >= 1e29) {  // not memory: no layout was valid to begin with
+    const std::string why = no_valid_layout_reason(s, st.least_fw);
+    return "nothing fits: no valid layout for these constraints: " +
+           (why.empty() ? std::string("every valid layout is outside the search limits (the site policy's caps on "
+                                      "tp, pp, cp, ep, ZeRO stages, recomputation, dispatchers or the micro-batch)")
+                        : why);
+  }
   std::string msg = "nothing fits in " + fmt("%.1f", usable_gib(ev, st.margin)) + " GiB per GPU (" +
                     fmt("%.1f", ev.capacity_gib()) + " less the " + fmt("%.0f", 100 * st.margin) +
                     " % memory margin)";
-  if (st.least_mem >= 1e29)
-    return msg + "; no valid layout exists for these constraints (check that tp divides heads/kv_heads, pp divides "
-                 "layers, and dp divides global_batch)";
   MemoryBreakdown mb;
   ev.memory_gib(st.least_layout, &mb);
   // Capped: a model far too large for the cluster must not print "about -2147483648 nodes".
