@@ -56,6 +56,10 @@ struct MoeInputs {
 };
 void write_moe(std::ostream& md, MoeInputs& in);
 
+// The recipe check (accuracy_recipes.cpp): advise against the newest Megatron-Bridge recipes, dense and MoE.
+void write_recipes(std::ostream& md, const std::vector<Row>& dense, const std::vector<Row>& moe,
+                   const ModelParams& dense_params, const ModelParams& moe_params);
+
 // One CSV line per row with the in-sample prediction's breakdown (analysis aid; false when the file cannot be written).
 bool write_rows_csv(const std::string& path, const Report& rep, const HeldOut& held);
 

@@ -1,0 +1,177 @@
+// The recipe check (docs/accuracy.md): NVIDIA's Megatron-Bridge rows are layouts a vendor tuned by measurement.
+// For each (the newest release per model, system, GPU count and precision), the recipe's layout as predicted, its
+// rank among the layouts `advise` considers best on the same scenario, and advised/recipe (predicted speed). A
+// claimed win above 5 % is a red flag until measured, so the table names the terms it comes from.
+#include <algorithm>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "accuracy_sections.h"
+#include "accuracy_stats.h"
+#include "paratune/advisor/advisor.h"
+
+namespace paratune::accuracy {
+
+namespace {
+
+using advisor::Layout;
+using calib::Row;
+
+constexpr double kRedFlag = 1.05;  // advised/recipe above this must be explained by its terms
+
+bool megatron_bridge(const Row& r) {
+  return r.source.find("Megatron-Bridge") != std::string::npos && !r.rank_only;
+}
+
+// "NVIDIA Megatron-Bridge performance summary (NeMo 26.04.01 container)" -> "26.04.01"; MoE rows carry theirs in id.
+std::string release_of(const Row& r) {
+  const auto at = r.source.find("NeMo ");
+  if (at == std::string::npos) return r.id;
+  return r.source.substr(at + 5, r.source.find(' ', at + 5) - at - 5);
+}
+
+std::string recipe_key(const Row& r) {
+  return r.s.model.name + "|" + r.s.cluster.gpu + "|" + std::to_string(r.s.total_gpus()) + "|" +
+         advisor::to_string(r.s.training.precision);
+}
+
+// The newest release of each recipe.
+std::vector<const Row*> newest_recipes(const std::vector<Row>& rows) {
+  std::map<std::string, const Row*> newest;
+  for (const auto& r : rows) {
+    if (!megatron_bridge(r)) continue;
+    auto& slot = newest[recipe_key(r)];
+    if (!slot || release_of(*slot) < release_of(r)) slot = &r;
+  }
+  std::vector<const Row*> out;
+  for (const auto& [key, r] : newest) out.push_back(r);
+  return out;
+}
+
+std::string short_layout(const Layout& l) {
+  std::string s = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " dp" + std::to_string(l.dp);
+  if (l.cp > 1) s += " cp" + std::to_string(l.cp);
+  if (l.ep > 1) s += " ep" + std::to_string(l.ep);
+  if (l.virtual_stages > 1) s += " v" + std::to_string(l.virtual_stages);
+  if (l.first_stage_layers > 0) s += " split " + std::to_string(l.first_stage_layers) + "/" +
+                                     std::to_string(l.last_stage_layers);
+  return s + " mb" + std::to_string(l.micro_batch) + " z" + std::to_string(l.zero_stage) + " " +
+         advisor::to_string(l.recompute);
+}
+
+// Where the advised plan's predicted gain comes from: the terms the recipe pays more for, largest first.
+std::string gain_terms(const advisor::Breakdown& recipe, const advisor::Breakdown& advised, double recipe_s) {
+  const char* names[] = {"compute", "recompute", "tp_comm", "cp_comm", "pp_bubble", "pp_comm", "dp_comm_exposed",
+                         "optimizer", "other", "ep_comm", "moe_imbalance"};
+  const double r[] = {recipe.compute, recipe.recompute, recipe.tp_comm, recipe.cp_comm, recipe.pp_bubble,
+                      recipe.pp_comm, recipe.dp_comm_exposed, recipe.optimizer, recipe.other, recipe.ep_comm,
+                      recipe.moe_imbalance};
+  const double a[] = {advised.compute, advised.recompute, advised.tp_comm, advised.cp_comm, advised.pp_bubble,
+                      advised.pp_comm, advised.dp_comm_exposed, advised.optimizer, advised.other, advised.ep_comm,
+                      advised.moe_imbalance};
+  std::vector<std::pair<double, std::string>> d;
+  for (size_t i = 0; i < std::size(names); ++i)
+    if (r[i] - a[i] > 0.01 * recipe_s) d.push_back({r[i] - a[i], names[i]});
+  std::sort(d.rbegin(), d.rend());
+  std::string out;
+  for (size_t i = 0; i < d.size() && i < 3; ++i)
+    out += (i ? ", " : "") + d[i].second + " " + formatted(100 * d[i].first / recipe_s, "%+.0f %%");
+  return out.empty() ? "no single term" : out;
+}
+
+// The recipe's layout as predict prices it (unknown knobs at their fastest, as the row loader does), with the stage
+// split advise would give a Megatron pipeline where that is faster: the recipes set their own layouts.
+advisor::Prediction recipe_prediction(const Row& r, const advisor::ModelParams& p, Layout* layout, bool* fits) {
+  const calib::RowPrediction rp = calib::predict_row(r, p);
+  *layout = rp.layout;
+  *fits = rp.fits;
+  advisor::Prediction best = advisor::predict(r.s, *layout, p);
+  if (r.fw == advisor::Framework::Megatron && layout->pp > 1) {
+    const Layout planned = advisor::Evaluator(r.s, r.fw, p).with_planned_stages(*layout);
+    if (planned.first_stage_layers > 0) {
+      const advisor::Prediction q = advisor::predict(r.s, planned, p);
+      if (q.step_time_s < best.step_time_s) best = q, *layout = planned;
+    }
+  }
+  return best;
+}
+
+struct Check {
+  const Row* row = nullptr;
+  Layout recipe, advised;
+  bool recipe_fits = true, advised_ok = true;
+  int rank = 0, considered = 0;
+  double ratio = 0;  // advised/recipe, predicted speed
+  std::string terms;
+};
+
+Check check_recipe(const Row& r, const advisor::ModelParams& p) {
+  Check c;
+  c.row = &r;
+  const advisor::Prediction rec = recipe_prediction(r, p, &c.recipe, &c.recipe_fits);
+  advisor::Scenario free = r.s;
+  free.parallel = {};
+  free.training.framework = r.fw;
+  advisor::SearchLimits lim;
+  lim.params = p;
+  lim.top_n = 30;
+  lim.time_budget_s = 20;
+  try {
+    const advisor::Plan plan = advisor::advise(free, lim);
+    c.advised = plan.layout;
+    c.ratio = rec.step_time_s / plan.prediction.step_time_s;
+    c.considered = 1 + int(plan.alternatives.size());
+    c.rank = 1 + (plan.prediction.step_time_s < rec.step_time_s * 0.999);
+    for (const auto& a : plan.alternatives) c.rank += a.prediction.step_time_s < rec.step_time_s * 0.999;
+    c.terms = c.ratio > kRedFlag ? gain_terms(rec.breakdown, plan.prediction.breakdown, rec.step_time_s) : "";
+  } catch (const advisor::NothingFits&) {
+    c.advised_ok = false;
+  }
+  return c;
+}
+
+}  // namespace
+
+void write_recipes(std::ostream& md, const std::vector<Row>& dense, const std::vector<Row>& moe,
+                   const advisor::ModelParams& dense_params, const advisor::ModelParams& moe_params) {
+  std::vector<Check> checks;
+  for (const Row* r : newest_recipes(dense)) checks.push_back(check_recipe(*r, dense_params));
+  for (const Row* r : newest_recipes(moe)) checks.push_back(check_recipe(*r, moe_params));
+  md << "\n## Recipe check: advise against NVIDIA's tuned recipes\n\n"
+     << "The Megatron-Bridge rows are layouts NVIDIA tuned by measurement. For the newest release of each (model, "
+        "system, GPU count, precision): the recipe's layout as predicted (unknown knobs at their fastest; a Megatron "
+        "pipeline with the stage split `advise` would plan, since the recipes set their own layouts), its rank among "
+        "the 31 best layouts `advise` finds on the same scenario left free, and advised/recipe, the predicted speed "
+        "of the advised plan over the recipe's. Above " << formatted(kRedFlag, "%.2f")
+     << " the model claims a win over the vendor: the last column names the terms the recipe pays more for "
+        "(share of the recipe's step); such a claim is a red flag for the model until measured.\n\n"
+     << "| model | system | GPUs | precision | recipe layout | fits | rank | advised | advised/recipe | claimed win from |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
+  int flagged = 0, unfit = 0, scored = 0;
+  std::vector<double> ratios;
+  for (const auto& c : checks) {
+    const Row& r = *c.row;
+    md << "| " << r.s.model.name << " | " << r.s.cluster.gpu << " | " << r.s.total_gpus() << " | "
+       << advisor::to_string(r.s.training.precision) << " | " << short_layout(c.recipe) << " | "
+       << (c.recipe_fits ? "yes" : "**no**") << " | ";
+    if (!c.advised_ok) {
+      md << " | nothing fits | | |\n";
+    } else {
+      md << (c.rank > c.considered ? "> " + std::to_string(c.considered) : std::to_string(c.rank)) << " | "
+         << short_layout(c.advised) << " | " << formatted(c.ratio, "%.3f") << " | " << c.terms << " |\n";
+      ratios.push_back(c.ratio);
+      flagged += c.ratio > kRedFlag;
+    }
+    unfit += !c.recipe_fits;
+    ++scored;
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double median = ratios.empty() ? 0 : ratios[ratios.size() / 2];
+  md << "\n" << scored << " recipes: median advised/recipe " << formatted(median, "%.3f") << "; " << flagged
+     << " claim a win above " << formatted(100 * (kRedFlag - 1), "%.0f") << " %; " << unfit
+     << " recipe layouts the memory model rejects.\n";
+}
+
+}  // namespace paratune::accuracy
