@@ -2,6 +2,8 @@
 // documented settings where its facts say so, nothing fabric-specific where no fact says which fabric.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/env.h"
 

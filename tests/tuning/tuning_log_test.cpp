@@ -1,6 +1,8 @@
 // Reading the tuning log: a generated history, bad lines with their numbers, hostlists, dates, filters, suspects.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "history.h"
 #include "paratune/tuning/scenario_json.h"
 #include "paratune/tuning/suspects.h"
