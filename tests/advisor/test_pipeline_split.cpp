@@ -159,8 +159,8 @@ TEST(ParamGather, DefaultsAndMegatronArguments) {
 
 namespace {
 
-// DeepSeek-V3 on H100 (Megatron, FP8, 1024 GPUs), with a pipeline of p ranks and v chunks.
-paratune::advisor::Layout dsv3_planned(int pp, int v, int* layers_total) {
+// DeepSeek-V3 on H100 (Megatron, FP8, 1024 GPUs: 128 nodes of 8, 8 x 400G NICs).
+paratune::advisor::Scenario dsv3_on_1024_h100() {
   using namespace paratune::advisor;
   Scenario s;
   s.model = model_preset("deepseek-v3");
@@ -172,6 +172,13 @@ paratune::advisor::Layout dsv3_planned(int pp, int v, int* layers_total) {
   s.cluster.gpus_per_node = 8;
   s.cluster.nic_count = 8;
   s.cluster.nic_gbps = 400;
+  return s;
+}
+
+// ... with a pipeline of p ranks and v chunks, its stages planned.
+paratune::advisor::Layout dsv3_planned(int pp, int v, int* layers_total) {
+  using namespace paratune::advisor;
+  const Scenario s = dsv3_on_1024_h100();
   Layout l;
   l.tp = 2; l.pp = pp; l.virtual_stages = v; l.ep = 64; l.dp = 1024 / (2 * pp); l.micro_batch = 1;
   l.zero_stage = 1; l.sequence_parallel = true; l.recompute = Recompute::Selective; l.dispatcher = Dispatcher::Flex;
@@ -226,16 +233,7 @@ TEST(PlannedStages, NeverSlowerThanTheDefaultSplit) {
 // gets NVIDIA's own layout for it (Megatron-Bridge _get_deepseek_v3_pipeline_layout: the embedding and 8 layers,
 // 8 on each of the six middle ranks, 5 with MTP and the loss), and the plan's notes say so.
 TEST(PlannedStages, AdviseEmitsTheBalancedLayout) {
-  Scenario s;
-  s.model = model_preset("deepseek-v3");
-  s.training.global_batch = 4096;
-  s.training.precision = Precision::Fp8;
-  s.training.framework = Framework::Megatron;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = 128;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nic_count = 8;
-  s.cluster.nic_gbps = 400;
+  Scenario s = dsv3_on_1024_h100();
   s.parallel.pp = 8;
   s.parallel.virtual_stages = 1;
   const Plan p = advise(s);
