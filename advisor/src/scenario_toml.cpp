@@ -2,10 +2,12 @@
 #include "paratune/advisor/scenario_toml.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 #include <toml++/toml.h>
 
 #include "paratune/advisor/catalog.h"
@@ -253,6 +255,27 @@ static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
   apply_cluster_defaults(s, domain_given);
 }
 
+// [parallel]: the layout keys (constraints for advise, the layout for predict); also `explain --vs`'s list.
+static void parse_parallel(const Ctx& c, const toml::table& p, ParallelSpec& q) {
+  bool b = false;
+  check_keys(c, p, "parallel.", {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "zero_stage", "recompute",
+                                  "sequence_parallel", "ep", "etp", "dispatcher"});
+  get_opt_int(c, p, "parallel.", "tp", q.tp, 1, 1 << 16);
+  get_opt_int(c, p, "parallel.", "pp", q.pp, 1, 1 << 16);
+  get_opt_int(c, p, "parallel.", "dp", q.dp, 1, 1 << 24);
+  get_opt_int(c, p, "parallel.", "cp", q.cp, 1, 1 << 16);
+  get_opt_int(c, p, "parallel.", "virtual_stages", q.virtual_stages, 1, 1 << 10);
+  get_opt_int(c, p, "parallel.", "micro_batch", q.micro_batch, 1, 1 << 20);
+  get_opt_int(c, p, "parallel.", "zero_stage", q.zero_stage, 0, 3);
+  Recompute r{};
+  if (get_enum(c, p, "parallel.", "recompute", r, recompute_from_string)) q.recompute = r;
+  if (get_bool(c, p, "parallel.", "sequence_parallel", b)) q.sequence_parallel = b;
+  get_opt_int(c, p, "parallel.", "ep", q.ep, 1, 1 << 16);
+  get_opt_int(c, p, "parallel.", "etp", q.etp, 1, 1 << 10);
+  Dispatcher disp{};
+  if (get_enum(c, p, "parallel.", "dispatcher", disp, dispatcher_from_string)) q.dispatcher = disp;
+}
+
 Scenario parse_scenario_toml(std::string_view text, const std::string& origin, ClusterSource cluster) {
   Ctx c{origin};
   toml::table root;
@@ -333,25 +356,7 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
     throw std::invalid_argument(origin + ":1:1: cluster: missing [cluster] table (gpu, nodes, gpus_per_node)");
   if (cl) parse_cluster(c, *cl, s);
 
-  if (const toml::table* p = sub(c, root, "parallel")) {
-    check_keys(c, *p, "parallel.", {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "zero_stage", "recompute",
-                                    "sequence_parallel", "ep", "etp", "dispatcher"});
-    ParallelSpec& q = s.parallel;
-    get_opt_int(c, *p, "parallel.", "tp", q.tp, 1, 1 << 16);
-    get_opt_int(c, *p, "parallel.", "pp", q.pp, 1, 1 << 16);
-    get_opt_int(c, *p, "parallel.", "dp", q.dp, 1, 1 << 24);
-    get_opt_int(c, *p, "parallel.", "cp", q.cp, 1, 1 << 16);
-    get_opt_int(c, *p, "parallel.", "virtual_stages", q.virtual_stages, 1, 1 << 10);
-    get_opt_int(c, *p, "parallel.", "micro_batch", q.micro_batch, 1, 1 << 20);
-    get_opt_int(c, *p, "parallel.", "zero_stage", q.zero_stage, 0, 3);
-    Recompute r{};
-    if (get_enum(c, *p, "parallel.", "recompute", r, recompute_from_string)) q.recompute = r;
-    if (get_bool(c, *p, "parallel.", "sequence_parallel", b)) q.sequence_parallel = b;
-    get_opt_int(c, *p, "parallel.", "ep", q.ep, 1, 1 << 16);
-    get_opt_int(c, *p, "parallel.", "etp", q.etp, 1, 1 << 10);
-    Dispatcher disp{};
-    if (get_enum(c, *p, "parallel.", "dispatcher", disp, dispatcher_from_string)) q.dispatcher = disp;
-  }
+  if (const toml::table* p = sub(c, root, "parallel")) parse_parallel(c, *p, s.parallel);
 
   if (s.cluster.kernels) settle_kernel_defaults(s);  // a stack without TE / FA3 (framework_kernels.h)
   if (cluster == ClusterSource::Caller) return s;  // the caller fills [cluster] and validates
@@ -372,6 +377,54 @@ Scenario load_scenario_toml(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_scenario_toml(ss.str(), path);
+}
+
+ParallelSpec parse_parallel_list(std::string_view list, const std::string& origin) {
+  // Each KEY=VALUE becomes one line of a [parallel] table, so that the file's own checks (keys, ranges, enum names,
+  // messages) apply; a number or true/false stays bare, a name is quoted.
+  std::vector<std::string> items;
+  std::string text;
+  size_t from = 0;
+  while (from <= list.size()) {
+    size_t to = list.find(',', from);
+    if (to == std::string_view::npos) to = list.size();
+    std::string item(list.substr(from, to - from));
+    from = to + 1;
+    const size_t eq = item.find('=');
+    auto name_ok = [](const std::string& v) {
+      return !v.empty() && v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
+                               std::string::npos;
+    };
+    if (eq == std::string::npos || !name_ok(item.substr(0, eq)) || !name_ok(item.substr(eq + 1)))
+      throw std::invalid_argument(origin + ": '" + item + "': expected KEY=VALUE, e.g. tp=8,pp=2,recompute=selective");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    const bool bare = value == "true" || value == "false" || value.find_first_not_of("0123456789") == std::string::npos;
+    items.push_back(item);
+    text += key + " = " + (bare ? value : "\"" + value + "\"") + "\n";
+  }
+  const Ctx c{origin};
+  ParallelSpec q;
+  // The line of the failing key is the item's position: name the item instead of a line of text it never saw.
+  auto item_of = [&](const std::string& msg) {
+    const size_t a = msg.find(':'), b = a == std::string::npos ? a : msg.find(':', a + 1);
+    const size_t line = b == std::string::npos ? 0 : std::strtoul(msg.c_str() + a + 1, nullptr, 10);
+    return line >= 1 && line <= items.size() ? "'" + items[line - 1] + "'" : std::string("the list");
+  };
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    const std::string pos = c.pos(e.source());
+    throw std::invalid_argument(origin + ": " + item_of(pos) + ": " + std::string(e.description()));
+  }
+  try {
+    parse_parallel(c, root, q);
+  } catch (const std::invalid_argument& e) {
+    const std::string msg = e.what();
+    size_t cut = msg.find(": ");  // past "ORIGIN:LINE:COL"
+    throw std::invalid_argument(origin + ": " + item_of(msg) + ": " + (cut == std::string::npos ? msg : msg.substr(cut + 2)));
+  }
+  return q;
 }
 
 }  // namespace paratune::advisor
