@@ -17,6 +17,7 @@
 #include "advisor_cli.h"
 #include "command.h"
 #include "explain.h"
+#include "partition_names.h"
 #include "options.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
@@ -202,7 +203,7 @@ void print_args(const FrameworkArgs& a) {
 struct AdviseArgs {
   std::string scenario, topology, policy_file, partition, calibration, vs;
   std::vector<std::string> framework_args;
-  bool as_json = false;
+  bool as_json = false, strict = false;
   SearchLimits limits;
 };
 
@@ -223,7 +224,16 @@ int run_command(const AdviseArgs& a, bool explaining) {
   std::optional<ParallelSpec> vs;
   try {
     if (!a.vs.empty()) vs = parse_parallel_list(a.vs, "--vs");
-    if (!policy_file.empty()) policy = policies::resolve(policies::load_policy(policy_file), partition);
+    if (!policy_file.empty()) {
+      const policies::PolicyFile file = policies::load_policy(policy_file);
+      if (!partition.empty() && !check_partition_names(command, file, policy_file, {partition}, a.strict))
+        return kBadInput;
+      policy = policies::resolve(file, partition);
+      if (!policy.enabled)
+        std::fprintf(stderr, "paratune %s: warning: paratune is disabled in partition '%s' (%s): the plugin leaves "
+                     "jobs there untouched; this is the plan it would make if enabled\n",
+                     command, partition.c_str(), policy.where("enabled").c_str());
+    }
     s = load_scenario(scenario, topology, notes);
     if (!policy_file.empty()) {
       // The site has the last word, exactly as in the plugin: facts and caps first, env rules on the result.
@@ -395,6 +405,8 @@ Setup setup_for(bool explaining) {
                                                 "[defaults] only)")
         ->type_name("P")
         ->needs(policy);
+    app.add_flag("--strict", a->strict, "a --partition the policy has no [partition.P] section for is an error\n"
+                                        "(default: a warning, and [defaults] applies)");
     app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
         ->type_name("FILE");
     if (explaining)
