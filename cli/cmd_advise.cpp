@@ -334,11 +334,15 @@ int run_command(const AdviseArgs& a, bool explaining) {
   table.push_back({plan.framework, plan.layout, plan.prediction});
   for (const auto& c : plan.alternatives) table.push_back(c);
   double scale = 0;
-  for (const auto& c : table) scale = std::max(scale, c.prediction.step_time_s);
-  std::printf("\n  # %-10s %-52s %9s %7s %8s  %s\n", "framework", "layout", "step s", "MFU %", "mem GiB", "breakdown");
+  int width = 52;  // the layout column fits the longest layout (MoE layouts add ep, etp and the dispatcher)
+  for (const auto& c : table) {
+    scale = std::max(scale, c.prediction.step_time_s);
+    width = std::max(width, int(layout_text(c.layout).size()));
+  }
+  std::printf("\n  # %-10s %-*s %9s %7s %8s  %s\n", "framework", width, "layout", "step s", "MFU %", "mem GiB", "breakdown");
   for (size_t i = 0; i < table.size(); ++i) {
     const auto& c = table[i];
-    std::printf("%3zu %-10s %-52s %9.3f %7.1f %8.1f  |%s\n", i + 1, to_string(c.framework), layout_text(c.layout).c_str(),
+    std::printf("%3zu %-10s %-*s %9.3f %7.1f %8.1f  |%s\n", i + 1, to_string(c.framework), width, layout_text(c.layout).c_str(),
                 c.prediction.step_time_s, 100 * c.prediction.mfu, c.prediction.memory_gib_per_gpu,
                 breakdown_bar(c.prediction.breakdown, scale, 40).c_str());
   }
@@ -394,7 +398,10 @@ Setup setup_for(bool explaining) {
                    "plan's own framework is printed")
         ->type_name("LIST")
         ->delimiter(',')
-        ->check(options::parsed_by([](const std::string& v) { framework_from_string(v); }));
+        ->check(options::parsed_by([](const std::string& v) { framework_from_string(v); }))
+        ->check(options::completes({to_string(Framework::Megatron), to_string(Framework::DeepSpeed),
+                                    to_string(Framework::Fsdp), to_string(Framework::Torchtitan),
+                                    to_string(Framework::Nemo)}));
     app.add_option("--topology", a->topology,
                    "take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)")
         ->type_name("FILE");
