@@ -89,6 +89,7 @@ std::string family(const Layout& l) {
   return out;
 }
 
+// Every ParallelSpec field (a key [parallel] gains needs a line here and in spec_text).
 void overlay(ParallelSpec& to, const ParallelSpec& from) {
   auto take = [](auto& a, const auto& b) {
     if (b) a = b;

@@ -255,27 +255,6 @@ static void parse_cluster(const Ctx& c, const toml::table& cl, Scenario& s) {
   apply_cluster_defaults(s, domain_given);
 }
 
-// [parallel]: the layout keys (constraints for advise, the layout for predict); also `explain --vs`'s list.
-static void parse_parallel(const Ctx& c, const toml::table& p, ParallelSpec& q) {
-  bool b = false;
-  check_keys(c, p, "parallel.", {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "zero_stage", "recompute",
-                                  "sequence_parallel", "ep", "etp", "dispatcher"});
-  get_opt_int(c, p, "parallel.", "tp", q.tp, 1, 1 << 16);
-  get_opt_int(c, p, "parallel.", "pp", q.pp, 1, 1 << 16);
-  get_opt_int(c, p, "parallel.", "dp", q.dp, 1, 1 << 24);
-  get_opt_int(c, p, "parallel.", "cp", q.cp, 1, 1 << 16);
-  get_opt_int(c, p, "parallel.", "virtual_stages", q.virtual_stages, 1, 1 << 10);
-  get_opt_int(c, p, "parallel.", "micro_batch", q.micro_batch, 1, 1 << 20);
-  get_opt_int(c, p, "parallel.", "zero_stage", q.zero_stage, 0, 3);
-  Recompute r{};
-  if (get_enum(c, p, "parallel.", "recompute", r, recompute_from_string)) q.recompute = r;
-  if (get_bool(c, p, "parallel.", "sequence_parallel", b)) q.sequence_parallel = b;
-  get_opt_int(c, p, "parallel.", "ep", q.ep, 1, 1 << 16);
-  get_opt_int(c, p, "parallel.", "etp", q.etp, 1, 1 << 10);
-  Dispatcher disp{};
-  if (get_enum(c, p, "parallel.", "dispatcher", disp, dispatcher_from_string)) q.dispatcher = disp;
-}
-
 Scenario parse_scenario_toml(std::string_view text, const std::string& origin, ClusterSource cluster) {
   Ctx c{origin};
   toml::table root;
@@ -356,7 +335,25 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
     throw std::invalid_argument(origin + ":1:1: cluster: missing [cluster] table (gpu, nodes, gpus_per_node)");
   if (cl) parse_cluster(c, *cl, s);
 
-  if (const toml::table* p = sub(c, root, "parallel")) parse_parallel(c, *p, s.parallel);
+  if (const toml::table* p = sub(c, root, "parallel")) {
+    check_keys(c, *p, "parallel.", {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "zero_stage", "recompute",
+                                    "sequence_parallel", "ep", "etp", "dispatcher"});
+    ParallelSpec& q = s.parallel;
+    get_opt_int(c, *p, "parallel.", "tp", q.tp, 1, 1 << 16);
+    get_opt_int(c, *p, "parallel.", "pp", q.pp, 1, 1 << 16);
+    get_opt_int(c, *p, "parallel.", "dp", q.dp, 1, 1 << 24);
+    get_opt_int(c, *p, "parallel.", "cp", q.cp, 1, 1 << 16);
+    get_opt_int(c, *p, "parallel.", "virtual_stages", q.virtual_stages, 1, 1 << 10);
+    get_opt_int(c, *p, "parallel.", "micro_batch", q.micro_batch, 1, 1 << 20);
+    get_opt_int(c, *p, "parallel.", "zero_stage", q.zero_stage, 0, 3);
+    Recompute r{};
+    if (get_enum(c, *p, "parallel.", "recompute", r, recompute_from_string)) q.recompute = r;
+    if (get_bool(c, *p, "parallel.", "sequence_parallel", b)) q.sequence_parallel = b;
+    get_opt_int(c, *p, "parallel.", "ep", q.ep, 1, 1 << 16);
+    get_opt_int(c, *p, "parallel.", "etp", q.etp, 1, 1 << 10);
+    Dispatcher disp{};
+    if (get_enum(c, *p, "parallel.", "dispatcher", disp, dispatcher_from_string)) q.dispatcher = disp;
+  }
 
   if (s.cluster.kernels) settle_kernel_defaults(s);  // a stack without TE / FA3 (framework_kernels.h)
   if (cluster == ClusterSource::Caller) return s;  // the caller fills [cluster] and validates
@@ -380,10 +377,13 @@ Scenario load_scenario_toml(const std::string& path) {
 }
 
 ParallelSpec parse_parallel_list(std::string_view list, const std::string& origin) {
-  // Each KEY=VALUE becomes one line of a [parallel] table, so that the file's own checks (keys, ranges, enum names,
-  // messages) apply; a number or true/false stays bare, a name is quoted.
+  // Each KEY=VALUE becomes one line of a [parallel] table read by the file parser itself, so that its checks (keys,
+  // ranges, enum names, messages) apply unchanged; a number or true/false stays bare, a name is quoted. The
+  // placeholder [model] and [training] only satisfy the parser: the [parallel] checks do not depend on it, and no validate()
+  // runs for ClusterSource::Caller.
+  constexpr int kFirstLine = 6;  // after "[model]", "preset = ...", "[training]", "global_batch = 1", "[parallel]"
   std::vector<std::string> items;
-  std::string text;
+  std::string text = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 1\n[parallel]\n";
   size_t from = 0;
   while (from <= list.size()) {
     size_t to = list.find(',', from);
@@ -402,29 +402,17 @@ ParallelSpec parse_parallel_list(std::string_view list, const std::string& origi
     items.push_back(item);
     text += key + " = " + (bare ? value : "\"" + value + "\"") + "\n";
   }
-  const Ctx c{origin};
-  ParallelSpec q;
-  // The line of the failing key is the item's position: name the item instead of a line of text it never saw.
-  auto item_of = [&](const std::string& msg) {
-    const size_t a = msg.find(':'), b = a == std::string::npos ? a : msg.find(':', a + 1);
-    const size_t line = b == std::string::npos ? 0 : std::strtoul(msg.c_str() + a + 1, nullptr, 10);
-    return line >= 1 && line <= items.size() ? "'" + items[line - 1] + "'" : std::string("the list");
-  };
-  toml::table root;
   try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    const std::string pos = c.pos(e.source());
-    throw std::invalid_argument(origin + ": " + item_of(pos) + ": " + std::string(e.description()));
-  }
-  try {
-    parse_parallel(c, root, q);
+    return parse_scenario_toml(text, origin, ClusterSource::Caller).parallel;
   } catch (const std::invalid_argument& e) {
+    // "ORIGIN:LINE:COL: what": name the item on that line instead of a line of text the user never saw.
     const std::string msg = e.what();
-    size_t cut = msg.find(": ");  // past "ORIGIN:LINE:COL"
-    throw std::invalid_argument(origin + ": " + item_of(msg) + ": " + (cut == std::string::npos ? msg : msg.substr(cut + 2)));
+    const size_t a = msg.find(':', origin.size()), b = a == std::string::npos ? a : msg.find(": ", a);
+    const long line = a == std::string::npos ? 0 : std::strtol(msg.c_str() + a + 1, nullptr, 10);
+    const long k = line - kFirstLine;
+    const std::string which = k >= 0 && k < long(items.size()) ? "'" + items[size_t(k)] + "'" : "the list";
+    throw std::invalid_argument(origin + ": " + which + ": " + (b == std::string::npos ? msg : msg.substr(b + 2)));
   }
-  return q;
 }
 
 }  // namespace paratune::advisor
