@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "command.h"
+#include "options.h"
 #include "paratune/version.h"
 
 namespace paratune::cli {
@@ -102,7 +103,11 @@ Built build(const std::vector<std::string>& after_dashes) {
     }
   }
   b.help = b.app->add_subcommand("help", "describe a command: paratune help COMMAND");
-  b.help->add_option("command", b.help_topic, "the command (and sub-command) to describe")->type_name("COMMAND");
+  std::vector<std::string> names;
+  for (const Command* c : sorted_commands()) names.push_back(c->name);
+  b.help->add_option("command", b.help_topic, "the command (and sub-command) to describe")
+      ->type_name("COMMAND")
+      ->check(options::completes(names));
   b.app->add_subcommand("version", "print the version (as --version)")->group("");  // hidden: older spelling
   return b;
 }
@@ -223,6 +228,10 @@ int run_cli(const std::vector<std::string>& args) {
     return bad_input(*b.app, e);
   }
   const CLI::App* chosen = b.app->get_subcommands().front();
+  if (chosen == b.help && b.help_topic.empty()) {  // the command list (this app would describe `help` itself)
+    std::fputs(build({}).app->help().c_str(), stdout);
+    return kOk;
+  }
   if (chosen == b.help) return print_help(*b.app, b.help_topic);
   if (chosen->get_name() == "version") {
     std::printf("%s\n", version_line().c_str());

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +16,8 @@
 
 #include "advisor_cli.h"
 #include "command.h"
+#include "explain.h"
+#include "partition_names.h"
 #include "options.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
@@ -153,7 +156,11 @@ const char* kDescription =
     "([training] framework_version, README \"Framework versions\") reads, and the next best layouts.\n"
     "[parallel] keys in the scenario are constraints.";
 const char* kExplainDescription =
-    "Say why the advised plan wins: for each alternative, how much slower it is and in which step-time terms.\n"
+    "Say why the advised plan wins: for each alternative, how much slower it is and in which step-time terms\n"
+    "(differences under 5 %, the model's median out-of-sample error in docs/accuracy.md, are marked as inside it);\n"
+    "with --vs, the same for the layout you have in mind; the best plan per layout family and, with\n"
+    "--all-frameworks, per framework; and what shaped the plan: the scenario's [parallel] constraints, the site\n"
+    "policy's caps (and the plan without them), the calibration entries applied and the memory margin.\n"
     "Takes the options of `paratune advise`.";
 const char* kFooter =
     "exit status: 0 ok, 2 bad input (FILE:LINE:COL: field: what is valid), 3 nothing fits (says what would)";
@@ -166,83 +173,6 @@ nlohmann::json policy_json(const std::string& file, const std::string& partition
   for (const auto& c : changes) list.push_back({{"what", c.what}, {"reason", c.reason}});
   out["changes"] = list;
   return out;
-}
-
-// `paratune explain`: why the winner wins — per alternative, which step-time terms make it slower or faster.
-struct Term {
-  const char* name;
-  double Breakdown::*field;
-};
-constexpr Term kTerms[] = {{"compute", &Breakdown::compute},         {"recompute", &Breakdown::recompute},
-                           {"tp_comm", &Breakdown::tp_comm},         {"cp_comm", &Breakdown::cp_comm},
-                           {"pp_bubble", &Breakdown::pp_bubble},     {"pp_comm", &Breakdown::pp_comm},
-                           {"dp_comm_exposed", &Breakdown::dp_comm_exposed}, {"optimizer", &Breakdown::optimizer},
-                           {"other", &Breakdown::other},     {"ep_comm", &Breakdown::ep_comm},
-                           {"moe_imbalance", &Breakdown::moe_imbalance}};
-
-int explain(const Scenario& s, const Plan& plan, const std::vector<std::string>& notes,
-            const std::vector<policies::PolicyChange>& changes, bool as_json) {
-  const Prediction& w = plan.prediction;
-  nlohmann::json comparisons = nlohmann::json::array();
-  for (const auto& c : plan.alternatives) {
-    nlohmann::json diff = nlohmann::json::object();
-    for (const auto& t : kTerms) {
-      const double d = c.prediction.breakdown.*t.field - w.breakdown.*t.field;
-      if (std::abs(d) >= 0.0005 * std::max(w.step_time_s, 1e-9)) diff[t.name] = d;
-    }
-    comparisons.push_back({{"framework", to_string(c.framework)}, {"parallel", layout_json(c.layout)},
-                           {"slower_by_s", c.prediction.step_time_s - w.step_time_s},
-                           {"slower_by_pct", 100 * (c.prediction.step_time_s / w.step_time_s - 1)},
-                           // Faster than the winner: only the tie-break (within 1 %, the simpler layout) put it second.
-                           {"within_tie_break", c.prediction.step_time_s < w.step_time_s},
-                           {"memory_gib_per_gpu", c.prediction.memory_gib_per_gpu},
-                           {"differences_s", diff}});
-  }
-  nlohmann::json policy_changes = nlohmann::json::array();
-  for (const auto& c : changes) policy_changes.push_back(policies::describe(c));
-  if (as_json) {
-    const nlohmann::json j = {{"framework", to_string(plan.framework)},
-                              {"parallel", layout_json(plan.layout)},
-                              {"prediction", prediction_json(w)},
-                              {"comparisons", comparisons},
-                              {"candidates_evaluated", plan.candidates_evaluated},
-                              {"policy_changes", policy_changes},
-                              {"notes", notes}};
-    std::printf("%s\n", j.dump(2).c_str());
-    return kOk;
-  }
-  std::printf("paratune explain: %s, global batch %d, %d x %s (%d nodes), %lld layouts evaluated\n\n",
-              s.model.name.c_str(), s.training.global_batch, s.total_gpus(), s.cluster.gpu.c_str(), s.cluster.nodes,
-              plan.candidates_evaluated);
-  std::printf("winner (%s): %s\n  %.3f s per step, MFU %.1f %%, %.1f of %.1f GiB per GPU\n", to_string(plan.framework),
-              layout_text(plan.layout).c_str(), w.step_time_s, 100 * w.mfu, w.memory_gib_per_gpu, w.memory_capacity_gib);
-  print_breakdown(w);
-  std::printf("\nwhy not the next best (positive = the alternative spends more time there):\n");
-  for (size_t i = 0; i < plan.alternatives.size(); ++i) {
-    const auto& c = comparisons[i];
-    std::printf("  %zu. %-9s %s: %+.1f %% (%+.3f s)%s\n", i + 1, c["framework"].get<std::string>().c_str(),
-                layout_text(plan.alternatives[i].layout).c_str(), c["slower_by_pct"].get<double>(),
-                c["slower_by_s"].get<double>(),
-                c["within_tie_break"].get<bool>() ? " faster, but within the 1 % tie-break: the simpler layout won" : "");
-    std::vector<std::pair<double, std::string>> terms;
-    for (const auto& [k, v] : c["differences_s"].items()) terms.emplace_back(v.get<double>(), k);
-    std::sort(terms.begin(), terms.end(),
-              [](const auto& x, const auto& y) { return std::abs(x.first) > std::abs(y.first); });
-    std::string line;
-    for (size_t k = 0; k < terms.size() && k < 4; ++k) {
-      char b[96];
-      std::snprintf(b, sizeof b, "%s%s %+.3f s", k ? ", " : "", terms[k].second.c_str(), terms[k].first);
-      line += b;
-    }
-    std::printf("       %s\n", line.empty() ? "same breakdown (tie broken towards the simpler layout)" : line.c_str());
-  }
-  if (!changes.empty()) {
-    std::printf("\nwhat the site policy changed:\n");
-    for (const auto& c : changes) std::printf("  %s\n", policies::describe(c).c_str());
-  }
-  std::printf("\n");
-  for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
-  return kOk;
 }
 
 nlohmann::json args_json(const FrameworkArgs& a) {
@@ -271,13 +201,14 @@ void print_args(const FrameworkArgs& a) {
 }
 
 struct AdviseArgs {
-  std::string scenario, topology, policy_file, partition, calibration;
+  std::string scenario, topology, policy_file, partition, calibration, vs;
   std::vector<std::string> framework_args;
-  bool as_json = false;
+  bool as_json = false, strict = false;
   SearchLimits limits;
 };
 
 int run_command(const AdviseArgs& a, bool explaining) {
+  const char* command = explaining ? "explain" : "advise";
   const std::string &scenario = a.scenario, &topology = a.topology, &policy_file = a.policy_file,
                     &partition = a.partition, &calibration = a.calibration;
   const bool as_json = a.as_json;
@@ -289,8 +220,20 @@ int run_command(const AdviseArgs& a, bool explaining) {
   Plan plan;
   policies::EffectivePolicy policy;
   std::vector<policies::PolicyChange> changes;
+  std::optional<Calibration> cal;
+  std::optional<ParallelSpec> vs;
   try {
-    if (!policy_file.empty()) policy = policies::resolve(policies::load_policy(policy_file), partition);
+    if (!a.vs.empty()) vs = parse_parallel_list(a.vs, "--vs");
+    if (!policy_file.empty()) {
+      const policies::PolicyFile file = policies::load_policy(policy_file);
+      if (!partition.empty() && !check_partition_names(command, file, policy_file, {partition}, a.strict))
+        return kBadInput;
+      policy = policies::resolve(file, partition);
+      if (!policy.enabled)
+        std::fprintf(stderr, "paratune %s: warning: paratune is disabled in partition '%s' (%s): the plugin leaves "
+                     "jobs there untouched; this is the plan it would make if enabled\n",
+                     command, partition.c_str(), policy.where("enabled").c_str());
+    }
     s = load_scenario(scenario, topology, notes);
     if (!policy_file.empty()) {
       // The site has the last word, exactly as in the plugin: facts and caps first, env rules on the result.
@@ -302,8 +245,9 @@ int run_command(const AdviseArgs& a, bool explaining) {
       limits = site;
     }
     if (!calibration.empty()) {
-      limits.params = load_calibration(calibration, s);
-      limits.memory_headroom_gib += load_headroom(calibration, s);  // learned from OOMs, on top of the policy's
+      cal = read_calibration(calibration);
+      limits.params = calibrated_params(*cal, s);
+      limits.memory_headroom_gib += calibrated_headroom_gib(*cal, s);  // learned from OOMs, on top of the policy's
     }
     plan = advise(s, limits);
     if (!policy_file.empty()) {
@@ -313,21 +257,22 @@ int run_command(const AdviseArgs& a, bool explaining) {
       changes.insert(changes.end(), env_plan.changes.begin(), env_plan.changes.end());
     }
   } catch (const policies::PolicyError& e) {
-    std::fprintf(stderr, "paratune advise: %s\n", e.what());
+    std::fprintf(stderr, "paratune %s: %s\n", command, e.what());
     return kBadInput;
   } catch (const NothingFits& e) {
     if (as_json) {
       std::printf("%s\n", nlohmann::json{{"error", "nothing fits"}, {"message", e.what()}}.dump(2).c_str());
     } else {
-      std::fprintf(stderr, "paratune advise: %s\n", e.what());
+      std::fprintf(stderr, "paratune %s: %s\n", command, e.what());
     }
     return kNothingFits;
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "paratune advise: %s\n", e.what());
+    std::fprintf(stderr, "paratune %s: %s\n", command, e.what());
     return kBadInput;
   }
   for (const auto& n : plan.notes) notes.push_back(n);
-  if (explaining) return explain(s, plan, notes, changes, as_json);
+  if (explaining)
+    return explain({s, plan, limits, notes, changes, policy_file, policy, calibration, cal, vs, a.vs, as_json});
   const FrameworkArgs fa = framework_args(s, plan);
   // --framework-args LIST: each other framework's arguments, each from its own plan (re-planned for it).
   std::vector<FrameworkArgs> others;
@@ -346,6 +291,8 @@ int run_command(const AdviseArgs& a, bool explaining) {
     }
   }
 
+  const nlohmann::json calibration_use =
+      cal ? job::calibration_json(*cal, s) : nlohmann::json{{"calibrated", false}, {"entries", nlohmann::json::array()}};
   if (as_json) {
     nlohmann::json env = nlohmann::json::array();
     for (const auto& e : plan.env) env.push_back({{"name", e.name}, {"value", e.value}, {"reason", e.reason}});
@@ -364,6 +311,8 @@ int run_command(const AdviseArgs& a, bool explaining) {
                         {"other_frameworks", others_json(others)},
                         {"alternatives", alts},
                         {"policy", policy_json(policy_file, partition, policy, changes)},
+                        {"calibrated", calibration_use["calibrated"]},
+                        {"calibration_entries", calibration_use["entries"]},
                         {"candidates_evaluated", plan.candidates_evaluated},
                         {"search_seconds", plan.search_seconds},
                         {"notes", notes}};
@@ -372,8 +321,9 @@ int run_command(const AdviseArgs& a, bool explaining) {
   }
 
   const Prediction& p = plan.prediction;
-  std::printf("paratune advise: %s, global batch %d x %d tokens, %d x %s (%d nodes)\n", s.model.name.c_str(),
-              s.training.global_batch, s.model.seq_len, s.total_gpus(), s.cluster.gpu.c_str(), s.cluster.nodes);
+  std::printf("paratune advise: %s, global batch %d x %d tokens, %d x %s (%d node%s)\n", s.model.name.c_str(),
+              s.training.global_batch, s.model.seq_len, s.total_gpus(), s.cluster.gpu.c_str(), s.cluster.nodes,
+              s.cluster.nodes == 1 ? "" : "s");
   std::printf("\nbest plan (%s): %s\n", to_string(plan.framework), layout_text(plan.layout).c_str());
   std::printf("  step %.3f s   %.0f tokens/s (%.0f per GPU)   %.0f model TFLOP/s per GPU   MFU %.1f %%\n", p.step_time_s,
               p.tokens_per_s, p.tokens_per_s_per_gpu, p.model_tflops_per_gpu, 100 * p.mfu);
@@ -384,11 +334,15 @@ int run_command(const AdviseArgs& a, bool explaining) {
   table.push_back({plan.framework, plan.layout, plan.prediction});
   for (const auto& c : plan.alternatives) table.push_back(c);
   double scale = 0;
-  for (const auto& c : table) scale = std::max(scale, c.prediction.step_time_s);
-  std::printf("\n  # %-10s %-52s %9s %7s %8s  %s\n", "framework", "layout", "step s", "MFU %", "mem GiB", "breakdown");
+  int width = 52;  // the layout column fits the longest layout (MoE layouts add ep, etp and the dispatcher)
+  for (const auto& c : table) {
+    scale = std::max(scale, c.prediction.step_time_s);
+    width = std::max(width, int(layout_text(c.layout).size()));
+  }
+  std::printf("\n  # %-10s %-*s %9s %7s %8s  %s\n", "framework", width, "layout", "step s", "MFU %", "mem GiB", "breakdown");
   for (size_t i = 0; i < table.size(); ++i) {
     const auto& c = table[i];
-    std::printf("%3zu %-10s %-52s %9.3f %7.1f %8.1f  |%s\n", i + 1, to_string(c.framework), layout_text(c.layout).c_str(),
+    std::printf("%3zu %-10s %-*s %9.3f %7.1f %8.1f  |%s\n", i + 1, to_string(c.framework), width, layout_text(c.layout).c_str(),
                 c.prediction.step_time_s, 100 * c.prediction.mfu, c.prediction.memory_gib_per_gpu,
                 breakdown_bar(c.prediction.breakdown, scale, 40).c_str());
   }
@@ -444,7 +398,10 @@ Setup setup_for(bool explaining) {
                    "plan's own framework is printed")
         ->type_name("LIST")
         ->delimiter(',')
-        ->check(options::parsed_by([](const std::string& v) { framework_from_string(v); }));
+        ->check(options::parsed_by([](const std::string& v) { framework_from_string(v); }))
+        ->check(options::completes({to_string(Framework::Megatron), to_string(Framework::DeepSpeed),
+                                    to_string(Framework::Fsdp), to_string(Framework::Torchtitan),
+                                    to_string(Framework::Nemo)}));
     app.add_option("--topology", a->topology,
                    "take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)")
         ->type_name("FILE");
@@ -455,8 +412,15 @@ Setup setup_for(bool explaining) {
                                                 "[defaults] only)")
         ->type_name("P")
         ->needs(policy);
+    app.add_flag("--strict", a->strict, "a --partition the policy has no [partition.P] section for is an error\n"
+                                        "(default: a warning, and [defaults] applies)");
     app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
         ->type_name("FILE");
+    if (explaining)
+      app.add_option("--vs", a->vs,
+                     "also explain this layout: [parallel] keys as KEY=VALUE,... (e.g. tp=8,pp=2); the\n"
+                     "search completes the rest and says why it loses, or that it is inside the model's error")
+          ->type_name("LAYOUT");
     return [a, explaining] { return run_command(*a, explaining); };
   };
 }

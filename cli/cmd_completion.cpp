@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "command.h"
+#include "options.h"
 
 namespace paratune::cli {
 namespace {
@@ -22,7 +23,23 @@ struct Node {
   std::vector<std::string> subcommands, options, file_options, dir_options, valued_options;
   bool positional_file = false;   // `policy check FILE`
   bool takes_command = false;     // `run ... -- CMD`
+  std::vector<std::pair<std::string, std::string>> values;  // option ("" = positional) -> the words its value takes
 };
+
+// The words options::completes() put on an option, "" when none.
+std::string completion_words(const CLI::Option* o) {
+  auto* opt = const_cast<CLI::Option*>(o);  // CLI11 2.1 has no const accessor for an option's validators
+  const std::string prefix = options::kCompletesPrefix;
+  for (int i = 0;; ++i) {
+    CLI::Validator* v = nullptr;
+    try {
+      v = opt->get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      return "";
+    }
+    if (v->get_name().rfind(prefix, 0) == 0) return v->get_name().substr(prefix.size() + 1);
+  }
+}
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
@@ -36,8 +53,10 @@ void collect(const CLI::App& app, const std::string& path, std::vector<Node>& ou
   n.takes_command = app.get_prefix_command();
   for (const CLI::Option* o : app.get_options()) {
     const std::string type = o->get_type_name();
+    const std::string words = completion_words(o);
     if (o->get_positional()) {
       n.positional_file = n.positional_file || type == "FILE" || o->get_name(true) == "FILE";
+      if (!words.empty()) n.values.emplace_back("", words);
       continue;
     }
     std::vector<std::string> names;
@@ -49,6 +68,7 @@ void collect(const CLI::App& app, const std::string& path, std::vector<Node>& ou
       if (valued) n.valued_options.push_back(name);
       if (valued && type == "FILE") n.file_options.push_back(name);
       if (valued && type == "DIR") n.dir_options.push_back(name);
+      if (valued && !words.empty()) n.values.emplace_back(name, words);
     }
   }
   const auto subs = app.get_subcommands([](const CLI::App* s) { return !s->get_group().empty(); });
@@ -61,7 +81,9 @@ void collect(const CLI::App& app, const std::string& path, std::vector<Node>& ou
 std::string bash_script(const CLI::App& root) {
   std::vector<Node> nodes;
   collect(root, "", nodes);
-  std::string arms;
+  std::string arms, value_arms;
+  for (const Node& n : nodes)
+    for (const auto& [opt, words] : n.values) value_arms += "    \"" + n.path + "|" + opt + "\") echo \"" + words + "\" ;;\n";
   for (const Node& n : nodes) {
     arms += "    \"" + n.path + "\") subs=\"" + join(n.subcommands) + "\"; opts=\"" + join(n.options) +
             "\"; valued=\"" + join(n.valued_options) + "\"; files=\"" + join(n.file_options) + "\"; dirs=\"" +
@@ -73,6 +95,11 @@ std::string bash_script(const CLI::App& root) {
          "  subs= opts= valued= files= dirs= positional_file=0 takes_command=0\n"
          "  case \"$1\" in\n" +
          arms +
+         "  esac\n"
+         "}\n"
+         "_paratune_values() {  # the words a value takes: command path, option (\"\" = positional)\n"
+         "  case \"$1|$2\" in\n" +
+         value_arms +
          "  esac\n"
          "}\n"
          "_paratune_has() { local w; for w in $2; do [ \"$w\" = \"$1\" ] && return 0; done; return 1; }\n"
@@ -99,12 +126,19 @@ std::string bash_script(const CLI::App& root) {
          "    return 0\n"
          "  fi\n"
          "  if [ $skip = 1 ]; then\n"
+         "    local vals pre=; vals=$(_paratune_values \"$path\" \"$prev\")\n"
+         "    if [ -n \"$vals\" ]; then  # a comma-separated list completes its last item\n"
+         "      [ \"${cur%,*}\" != \"$cur\" ] && pre=${cur%,*},\n"
+         "      COMPREPLY=($(compgen -P \"$pre\" -W \"$vals\" -- \"${cur##*,}\")); return 0\n"
+         "    fi\n"
          "    if _paratune_has \"$prev\" \"$files\"; then COMPREPLY=($(compgen -f -- \"$cur\"));\n"
          "    elif _paratune_has \"$prev\" \"$dirs\"; then COMPREPLY=($(compgen -d -- \"$cur\")); fi\n"
          "    return 0\n"
          "  fi\n"
          "  if [ \"${cur#-}\" != \"$cur\" ]; then COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\")); return 0; fi\n"
+         "  local words; words=$(_paratune_values \"$path\" \"\")\n"
          "  if [ -n \"$subs\" ]; then COMPREPLY=($(compgen -W \"$subs\" -- \"$cur\"));\n"
+         "  elif [ -n \"$words\" ]; then COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"));\n"
          "  elif [ $positional_file = 1 ]; then COMPREPLY=($(compgen -f -- \"$cur\"));\n"
          "  elif [ $takes_command = 1 ]; then COMPREPLY=($(compgen -c -- \"$cur\")); fi\n"
          "  return 0\n"
@@ -116,7 +150,11 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
   auto shell = std::make_shared<std::string>();
   describe(app, kDescription);
   app.footer("exit status: 0 ok, 2 an unknown shell");
-  app.add_option("shell", *shell, "the shell (bash)")->type_name("SHELL")->required()->check(CLI::IsMember({"bash"}));
+  app.add_option("shell", *shell, "the shell (bash)")
+      ->type_name("SHELL")
+      ->required()
+      ->check(CLI::IsMember({"bash"}))
+      ->check(options::completes({"bash"}));
   return [&app, shell] {  // `shell` lives as long as the option that writes into it is used
     std::fputs(bash_script(*app.get_parent()).c_str(), stdout);
     return int(kOk);

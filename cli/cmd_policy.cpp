@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "command.h"
+#include "partition_names.h"
 #include "paratune/policies/policy.h"
 
 namespace paratune::cli {
@@ -17,14 +18,24 @@ const char* kDescription =
     "  FILE:LINE:COL: key: problem; valid: ...\n"
     "\n"
     "The plugin also refuses a policy that is not a regular file owned by root, or that is writable by group\n"
-    "or others; `check` reports that as a warning (so a draft can be checked before it is installed).";
-const char* kFooter = "exit status: 0 valid, 2 invalid or unreadable file, bad option";
+    "or others: `check` says so and exits 1, unless --draft (the content only, before it is installed).\n"
+    "A --partition NAME the file has no [partition.NAME] section for is warned about (jobs there get\n"
+    "[defaults]); an error with --strict.";
+const char* kFooter =
+    "exit status: 0 valid, 1 valid content but the plugin would refuse the file (owner, mode; not with --draft),\n"
+    "2 invalid or unreadable file, unknown --partition with --strict, bad option";
 
 void print_section(const std::string& title, const policies::EffectivePolicy& p) {
   std::printf("[%s]\n%s", title.c_str(), policies::summary(p).c_str());
 }
 
-int run_check(const std::string& file, const std::string* partition) {
+struct CheckArgs {
+  std::string file, partition;
+  bool draft = false, strict = false;
+};
+
+int run_check(const CheckArgs& a, bool has_partition) {
+  const std::string& file = a.file;
   policies::PolicyFile f;
   try {
     f = policies::load_policy(file);
@@ -32,32 +43,29 @@ int run_check(const std::string& file, const std::string* partition) {
     std::fprintf(stderr, "%s\n", e.what());
     return kBadInput;
   }
+  int status = kOk;
   try {
     policies::check_policy_file_security(file);
   } catch (const policies::PolicyError& e) {
-    std::fprintf(stderr, "%s\nwarning: the plugin will refuse this file until it is installed as root:root, mode 0644 "
-                         "or 0600\n",
-                 e.what());
+    // The content is fine, but installed like this the plugin would not read it: every job would run untuned.
+    std::fprintf(stderr, "%s\n%s: the plugin refuses this file until it is installed as root:root, mode 0644 or "
+                         "0600%s\n",
+                 e.what(), a.draft ? "warning" : "error", a.draft ? " (--draft: the content was checked)" : "");
+    if (!a.draft) status = kFailure;
   }
-  std::printf("%s: ok\n", file.c_str());
-  if (partition) {
-    const policies::EffectivePolicy p = policies::resolve(f, *partition);
-    if (!p.partition_matched)
-      std::printf("note: no [partition.%s] section: [defaults] applies to it\n", partition->c_str());
-    print_section("partition." + *partition, p);
-    return kOk;
+  if (has_partition && !check_partition_names("policy check", f, file, {a.partition}, a.strict)) return kBadInput;
+  std::printf("%s: %s\n", file.c_str(), status == kOk ? "ok" : "content ok, file refused");
+  if (has_partition) {
+    print_section("partition." + a.partition, policies::resolve(f, a.partition));
+    return status;
   }
   print_section("defaults", policies::resolve(f, ""));
   for (const auto& [name, layer] : f.partitions) {
     (void)layer;
     print_section("partition." + name, policies::resolve(f, name));
   }
-  return kOk;
+  return status;
 }
-
-struct CheckArgs {
-  std::string file, partition;
-};
 
 Action setup(CLI::App& app, const std::vector<std::string>&) {
   auto a = std::make_shared<CheckArgs>();
@@ -70,7 +78,10 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
   check->add_option("FILE", a->file, "the policy file")->type_name("")->required();
   auto* partition = check->add_option("--partition", a->partition, "only this partition's resolved policy")
                         ->type_name("NAME");
-  return [a, partition] { return run_check(a->file, partition->count() ? &a->partition : nullptr); };
+  check->add_flag("--draft", a->draft, "check the content only: a file the plugin would refuse (owner, mode) is a\n"
+                                      "warning, not an error");
+  check->add_flag("--strict", a->strict, "a --partition the file has no section for is an error");
+  return [a, partition] { return run_check(*a, partition->count() > 0); };
 }
 
 Register reg{"policy", "check a site policy file (policy check FILE)", setup};

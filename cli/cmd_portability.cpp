@@ -13,6 +13,7 @@
 
 #include "advisor_cli.h"
 #include "command.h"
+#include "partition_names.h"
 #include "log_input.h"
 #include "options.h"
 #include "paratune/tuning/scan/log_stream.h"
@@ -198,28 +199,12 @@ void print_whatif(const std::vector<PartitionPrediction>& rows, double p_arch, d
               excluded.empty() ? "" : ("; paratune is disabled on " + excluded + ": not counted").c_str());
 }
 
-// Names --partitions gives that the policy has no [partition.NAME] for: they would silently get [defaults].
-bool check_partition_names(const policies::PolicyFile& file, const std::string& policy_path,
-                           const std::vector<std::string>& names, bool strict) {
-  std::string known;
-  for (const auto& [name, layer] : file.partitions) known += (known.empty() ? "" : ", ") + name;
-  bool ok = true;
-  for (const auto& n : names) {
-    if (file.partitions.count(n)) continue;
-    ok = false;
-    std::fprintf(stderr, "paratune portability: %s: partition '%s' is not in %s (it has: %s); %s\n",
-                 strict ? "error" : "warning", n.c_str(), policy_path.c_str(), known.empty() ? "none" : known.c_str(),
-                 strict ? "--strict refuses it" : "its row uses [defaults]");
-  }
-  return ok || !strict;
-}
-
 int what_if(const std::string& scenario_path, const std::string& policy_path, const std::vector<std::string>& names,
             const std::string& calibration, bool as_json, bool strict) {
   std::vector<std::string> notes;
   const advisor::Scenario base = advisor_cli::load_scenario(scenario_path, "", notes);
   const policies::PolicyFile file = policies::load_policy(policy_path);
-  if (!check_partition_names(file, policy_path, names, strict)) return kBadInput;
+  if (!check_partition_names("portability", file, policy_path, names, strict)) return kBadInput;
   std::vector<std::string> parts = names;
   if (parts.empty())
     for (const auto& [name, layer] : file.partitions) parts.push_back(name);

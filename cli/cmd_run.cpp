@@ -27,6 +27,7 @@
 #include "options.h"
 #include "paratune/tuning/line_assembler.h"
 #include "paratune/tuning/recognizers.h"
+#include "paratune/tuning/run_tally.h"
 #include "job/safe_file.h"
 
 namespace paratune::cli {
@@ -43,7 +44,9 @@ const char* kDescription =
     "...} (README: PARATUNE_REPORT). Out-of-memory deaths (PyTorch \"CUDA/HIP out of memory\", NCCL allocation\n"
     "failures) and the peak memory the framework logs are appended as {\"event\": \"oom\", ...} and\n"
     "{\"event\": \"memory\", \"peak_gib\": X}. Without \"--\" the command starts at the first word that is not an\n"
-    "option.";
+    "option. On standard error paratune run warns (once per kind) about recognised lines it cannot turn into a\n"
+    "step time and what to pass, warns when there is no report path, and ends with one summary line: steps,\n"
+    "median step time, tokens/s and what was written where (--quiet: none of these).";
 const char* kFooter =
     "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to CMD (to its process group when run\n"
     "without a terminal). exit status: CMD's own; 128+N if CMD was killed by signal N; 126/127 if CMD could not\n"
@@ -106,9 +109,9 @@ class ReportWriter {
     }
     const std::string out = line + "\n";
     if (::write(fd_.get(), out.data(), out.size()) != ssize_t(out.size())) failed_ = true;
-    ++written_;
+    else ++written_;
   }
-  size_t written() const { return written_; }
+  tuning::ReportDestination destination() const { return {path_, written_, failed_}; }
 
  private:
   std::string path_;
@@ -117,9 +120,42 @@ class ReportWriter {
   size_t written_ = 0;
 };
 
+// Our own lines on stderr (warnings, the summary): held back while the child's stderr is in the middle of a line,
+// so that they never split one of its lines.
+class Diagnostics {
+ public:
+  explicit Diagnostics(bool quiet) : quiet_(quiet) {}
+  void say(const std::string& text) {
+    if (quiet_) return;
+    pending_ += "paratune run: " + text + "\n";
+    if (at_line_start_) flush();
+  }
+  void child_wrote(const char* data, size_t n) {
+    if (n > 0) at_line_start_ = data[n - 1] == '\n' || data[n - 1] == '\r';  // a progress bar redraws
+    if (at_line_start_) flush();
+  }
+  void finish() {  // the child's stderr has ended: whatever it left unterminated, our lines start on their own
+    if (!at_line_start_ && !pending_.empty()) pending_.insert(0, "\n");
+    at_line_start_ = true;
+    flush();
+  }
+
+ private:
+  void flush() {
+    if (pending_.empty()) return;
+    write_all(STDERR_FILENO, pending_.data(), pending_.size());
+    pending_.clear();
+  }
+  bool quiet_;
+  bool at_line_start_ = true;
+  std::string pending_;
+};
+
 struct Scanner {
   tuning::StepContext ctx;
   ReportWriter* report;
+  tuning::RunTally* tally;
+  Diagnostics* diag;
   std::optional<long long> last_step;  // several ranks print the same step: record it once
   bool oom_written = false;            // several ranks print their OOM: the first one is the job's
   double peak_gib = 0;                 // the largest peak memory written so far
@@ -129,9 +165,14 @@ struct Scanner {
     if (!f) return;
     if (f->step && last_step && *f->step <= *last_step) return;
     const auto j = tuning::report_line(*f, ctx);
-    if (!j) return;
+    if (!j) {
+      if (const auto w = tally->unusable(*f, ctx)) diag->say(*w);
+      return;
+    }
     if (f->step) last_step = f->step;
-    report->append(j->dump());
+    const std::string out = j->dump();
+    report->append(out);
+    tally->recorded(out);
   }
   // Out-of-memory deaths and peak memory (docs/tuning-log.md): what `paratune calibrate` learns head-room from.
   void memory_events(std::string_view line) {
@@ -151,6 +192,7 @@ struct Scanner {
 struct RunArgs {
   std::optional<std::string> report;
   long long global_batch = 0, seq_len = 0, world_size = 0;
+  bool quiet = false;
 };
 
 int run(const RunArgs& args, std::vector<std::string> cmd) {
@@ -221,8 +263,11 @@ int run(const RunArgs& args, std::vector<std::string> cmd) {
     return exec_errno == ENOENT ? 127 : 126;
   }
 
+  Diagnostics diag(args.quiet);
+  if (report_path.empty()) diag.say(tuning::no_report_path_warning());
   ReportWriter report(report_path);
-  Scanner scan{ctx, &report, std::nullopt, false, 0};
+  tuning::RunTally tally;
+  Scanner scan{ctx, &report, &tally, &diag, std::nullopt, false, 0};
   tuning::LineAssembler out_lines, err_lines;
   bool out_open = true, err_open = true, our_out_ok = true, our_err_ok = true;
   std::optional<int> status;
@@ -251,6 +296,7 @@ int run(const RunArgs& args, std::vector<std::string> cmd) {
       bool& ok = k == 0 ? our_out_ok : our_err_ok;
       if (ok) ok = write_all(k == 0 ? STDOUT_FILENO : STDERR_FILENO, buf.data(), size_t(got));
       (k == 0 ? out_lines : err_lines).feed(std::string_view(buf.data(), size_t(got)), std::ref(scan));
+      if (k == 1) diag.child_wrote(buf.data(), size_t(got));
     }
     if (fds[2].revents & POLLIN) {
       signalfd_siginfo si{};
@@ -274,6 +320,8 @@ int run(const RunArgs& args, std::vector<std::string> cmd) {
     status = st;
   }
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  diag.say(tally.summary(report.destination()));
+  diag.finish();
   if (WIFEXITED(*status)) return WEXITSTATUS(*status);
   if (WIFSIGNALED(*status)) return 128 + WTERMSIG(*status);
   return kFailure;
@@ -296,6 +344,7 @@ Action setup(CLI::App& app, const std::vector<std::string>& after_dashes) {
   app.add_option("--world-size", a->world_size, "GPUs, for per-GPU tokens/s (default $PARATUNE_TP*PP*DP*CP)")
       ->type_name("N")
       ->check(options::positive_integer());
+  app.add_flag("-q,--quiet", a->quiet, "no warnings and no summary line on standard error");
   app.prefix_command();  // without "--": the command starts at the first word that is not an option
   return [a, &app, after_dashes] {
     // prefix_command() put the words from the first non-option on into remaining(): then that is the command, and

@@ -9,6 +9,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -57,6 +58,15 @@ inline CLI::Validator parsed_by(std::function<void(const std::string&)> parse, c
         return "";
       },
       shown);
+}
+
+// The words the completion script offers for this option's value (cmd_completion.cpp reads them back from the
+// validator's name; the check itself accepts anything, the option's own check still applies).
+inline constexpr const char* kCompletesPrefix = "completes:";
+inline CLI::Validator completes(const std::vector<std::string>& words) {
+  std::string name = kCompletesPrefix;
+  for (const auto& w : words) name += " " + w;
+  return CLI::Validator([](std::string&) { return std::string(); }, "", name);
 }
 
 }  // namespace paratune::cli::options

@@ -2,10 +2,12 @@
 #include "paratune/advisor/scenario_toml.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 #include <toml++/toml.h>
 
 #include "paratune/advisor/catalog.h"
@@ -375,6 +377,45 @@ Scenario load_scenario_toml(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_scenario_toml(ss.str(), path);
+}
+
+ParallelSpec parse_parallel_list(std::string_view list, const std::string& origin) {
+  // Each KEY=VALUE becomes one line of a [parallel] table read by the file parser itself, so that its checks (keys,
+  // ranges, enum names, messages) apply unchanged; a number or true/false stays bare, a name is quoted. The
+  // placeholder [model] and [training] only satisfy the parser: the [parallel] checks do not depend on it, and no validate()
+  // runs for ClusterSource::Caller.
+  constexpr int kFirstLine = 6;  // after "[model]", "preset = ...", "[training]", "global_batch = 1", "[parallel]"
+  std::vector<std::string> items;
+  std::string text = "[model]\npreset = \"llama3-8b\"\n[training]\nglobal_batch = 1\n[parallel]\n";
+  size_t from = 0;
+  while (from <= list.size()) {
+    size_t to = list.find(',', from);
+    if (to == std::string_view::npos) to = list.size();
+    std::string item(list.substr(from, to - from));
+    from = to + 1;
+    const size_t eq = item.find('=');
+    auto name_ok = [](const std::string& v) {
+      return !v.empty() && v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
+                               std::string::npos;
+    };
+    if (eq == std::string::npos || !name_ok(item.substr(0, eq)) || !name_ok(item.substr(eq + 1)))
+      throw std::invalid_argument(origin + ": '" + item + "': expected KEY=VALUE, e.g. tp=8,pp=2,recompute=selective");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    const bool bare = value == "true" || value == "false" || value.find_first_not_of("0123456789") == std::string::npos;
+    items.push_back(item);
+    text += key + " = " + (bare ? value : "\"" + value + "\"") + "\n";
+  }
+  try {
+    return parse_scenario_toml(text, origin, ClusterSource::Caller).parallel;
+  } catch (const std::invalid_argument& e) {
+    // "ORIGIN:LINE:COL: what": name the item on that line instead of a line of text the user never saw.
+    const std::string msg = e.what();
+    const size_t a = msg.find(':', origin.size()), b = a == std::string::npos ? a : msg.find(": ", a);
+    const long line = a == std::string::npos ? 0 : std::strtol(msg.c_str() + a + 1, nullptr, 10);
+    const long k = line - kFirstLine;
+    const std::string which = k >= 0 && k < long(items.size()) ? "'" + items[size_t(k)] + "'" : "the list";
+    throw std::invalid_argument(origin + ": " + which + ": " + (b == std::string::npos ? msg : msg.substr(b + 2)));
+  }
 }
 
 }  // namespace paratune::advisor

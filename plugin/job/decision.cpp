@@ -115,6 +115,7 @@ Decision decide(const DecisionInput& in) {
     }
     // Memory head-room the site's own OOM deaths and near-limit runs taught (calibration [[memory]]): on top of
     // the policy's head-room, so a layout like the one that died no longer fits.
+    d.calibration_entries = calibration_json(*in.calibration, d.scenario)["entries"];
     if (const double h = advisor::calibrated_headroom_gib(*in.calibration, d.scenario); h > 0) {
       limits.memory_headroom_gib += h;
       d.notes.push_back("memory head-room " + fixed(h, 1) + " GiB per GPU learned from this site's jobs");
@@ -217,6 +218,8 @@ nlohmann::json decision_json(const Decision& d) {
           {"framework", {{"name", advisor::to_string(d.plan.framework)}, {"version", args.version},
                          {"args_files", files}, {"torchrun", args.torchrun}, {"yours", args.notes}}},
           {"policy_changes", changes},
+          {"calibrated", d.calibrated},
+          {"calibration_entries", d.calibration_entries},
           {"scenario", to_json(d.scenario)},
           {"plan", to_json(d.plan)},
           {"notes", d.notes},

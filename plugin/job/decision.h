@@ -44,6 +44,8 @@ struct Decision {
   // The prediction used a site calibration entry for the job's (GPU, fabric, framework): at job end the achieved
   // throughput is judged against it as it is (tuning::SuspectRule), not against a widened threshold.
   bool calibrated = false;
+  // The calibration entries that applied (plan_json.h calibration_json), recorded in plan.json with `calibrated`.
+  nlohmann::json calibration_entries = nlohmann::json::array();
   advisor::Launch launch;               // torchrun's rendezvous: the allocation's first node, a port from the job id
 };
 

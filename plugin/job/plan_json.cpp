@@ -64,4 +64,19 @@ json to_json(const advisor::Plan& p) {
           {"notes", p.notes}};
 }
 
+json calibration_json(const advisor::Calibration& c, const advisor::Scenario& s) {
+  json entries = json::array();
+  const auto& k = s.cluster;
+  const auto* e = advisor::find_entry(c, k.gpu, k.fabric, s.training.framework);
+  if (e)
+    entries.push_back({{"kind", "efficiency"}, {"gpu", e->gpu}, {"fabric", e->fabric}, {"framework", e->framework},
+                       {"compute_scale", e->compute_scale}, {"network_scale", e->network_scale},
+                       {"samples", e->samples}, {"error_before", e->error_before}, {"error_after", e->error_after}});
+  if (const auto* m = advisor::find_memory_entry(c, k.gpu, s.training.framework); m && m->headroom_gib > 0)
+    entries.push_back({{"kind", "memory"}, {"gpu", m->gpu}, {"framework", m->framework},
+                       {"headroom_gib", m->headroom_gib}, {"oom_jobs", m->oom_jobs},
+                       {"near_limit_jobs", m->near_limit_jobs}});
+  return {{"calibrated", e != nullptr}, {"entries", entries}};
+}
+
 }  // namespace paratune::job

@@ -68,7 +68,11 @@ TEST_F(Cli, RunPassesOutputThroughPreservesStatusAndWritesTheReport) {
   const Result r = sh("PARATUNE_REPORT=" + report.string() + " " + cli() + " run -- sh " + script.string(), dir_);
   EXPECT_EQ(r.status, 3);
   EXPECT_EQ(r.out, slurp(fixture("megatron.log")) + "bin\001\377\nno newline");  // byte for byte
-  EXPECT_EQ(r.err, "to stderr\n");
+  // the child's stderr, then our one summary line (4 Megatron steps, written where)
+  EXPECT_EQ(r.err.substr(0, 10), "to stderr\n");
+  EXPECT_EQ(count(r.err, "\n"), 2u) << r.err;
+  EXPECT_NE(r.err.find("paratune run: 4 steps"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("4 lines appended to " + report.string() + "\n"), std::string::npos) << r.err;
   const std::string rep = slurp(report.string());
   EXPECT_EQ(count(rep, "\n"), 4u);
   const ReportSummary s = summarize_report(rep);
@@ -125,6 +129,71 @@ TEST_F(Cli, RunDerivesStepTimesFromThroughputWithTheJobEnvironment) {
   EXPECT_NEAR(p.samples[2].step_time_s, 8.0 * 1024 / (7282.0 * 2), 1e-9);   // tokens per step / (tps * GPUs)
   EXPECT_EQ(p.samples[2].step, 14);
   EXPECT_NEAR(*p.samples[2].tokens, 8.0 * 1024, 1e-9);
+}
+
+// Recognised lines that the context cannot turn into a step time are not lost without a word: one warning per
+// kind (framework, figure, what is missing) naming what is missing and what to pass; with the context, none.
+TEST_F(Cli, RunWarnsOncePerKindAboutLinesItCannotUse) {
+  const fs::path report = dir_ / "r.jsonl";
+  const std::string logs = " '" + fixture("torchtitan.log") + "' '" + fixture("hf_trainer.log") + "' '" +
+                           fixture("torchtitan.log") + "'";
+  const std::string no_ctx = "env -u PARATUNE_GLOBAL_BATCH -u PARATUNE_TP -u PARATUNE_PP -u PARATUNE_DP -u PARATUNE_CP "
+                             "-u PARATUNE_PLAN PARATUNE_REPORT=" + report.string() + " ";
+  const Result r = sh(no_ctx + cli() + " run -- cat" + logs, dir_);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, slurp(fixture("torchtitan.log")) + slurp(fixture("hf_trainer.log")) + slurp(fixture("torchtitan.log")));
+  // torchtitan's per-GPU tokens/s needs all three; the HF Trainer's samples/s only the global batch
+  EXPECT_EQ(count(r.err, "warning: torchtitan lines"), 1u) << r.err;
+  EXPECT_EQ(count(r.err, "warning: hf-trainer lines"), 1u) << r.err;
+  const size_t tt = r.err.find("warning: torchtitan lines"), hf = r.err.find("warning: hf-trainer lines");
+  const std::string tt_line = r.err.substr(tt, r.err.find('\n', tt) - tt);
+  const std::string hf_line = r.err.substr(hf, r.err.find('\n', hf) - hf);
+  for (const char* s : {"global batch", "sequence length", "world size", "--global-batch N", "--seq-len N", "--world-size N"})
+    EXPECT_NE(tt_line.find(s), std::string::npos) << s << " in " << tt_line;
+  EXPECT_NE(hf_line.find("--global-batch N"), std::string::npos) << hf_line;
+  EXPECT_EQ(hf_line.find("--seq-len"), std::string::npos) << hf_line;
+  EXPECT_NE(r.err.find("not usable"), std::string::npos) << r.err;  // the summary counts them too
+  // positive control: with the context, the same lines are recorded and nothing is warned about
+  fs::remove(report);
+  const Result ok = sh(no_ctx + cli() + " run --global-batch 8 --seq-len 1024 --world-size 2 -- cat" + logs, dir_);
+  EXPECT_EQ(ok.status, 0);
+  EXPECT_EQ(ok.err.find("warning"), std::string::npos) << ok.err;
+  EXPECT_EQ(parse_report(slurp(report.string())).samples.size(), 4u);
+}
+
+TEST_F(Cli, RunWarnsWithoutAReportPathAndQuietSilencesIt) {
+  const Result r = sh("env -u PARATUNE_REPORT " + cli() + " run -- cat '" + fixture("megatron.log") + "'", dir_);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, slurp(fixture("megatron.log")));
+  EXPECT_NE(r.err.find("paratune run: warning: no report path (--report FILE or $PARATUNE_REPORT)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("nothing written: no report path"), std::string::npos) << r.err;  // and the summary says so
+  // control: with a path, no such warning; --quiet: nothing of ours at all
+  const Result with = sh("env -u PARATUNE_REPORT " + cli() + " run --report " + (dir_ / "r").string() + " -- true", dir_);
+  EXPECT_EQ(with.err.find("no report path"), std::string::npos) << with.err;
+  const Result quiet = sh("env -u PARATUNE_REPORT " + cli() + " run -q -- cat '" + fixture("megatron.log") + "'", dir_);
+  EXPECT_EQ(quiet.out, slurp(fixture("megatron.log")));
+  EXPECT_EQ(quiet.err, "");
+}
+
+// The summary at exit: steps, the median step time after the warm-up (the rule the plugin records with), tokens/s
+// (global batch x sequence length / median) and where the lines went. NeMo-format lines with known step times: a
+// 9 s first step (the warm-up) and five of 2 s: median 2 s, 8 x 1024 / 2 = 4096 tokens/s.
+TEST_F(Cli, RunEndsWithASummaryLine) {
+  const fs::path report = dir_ / "r.jsonl", script = dir_ / "train.sh";
+  {
+    std::ofstream s(script);
+    s << "echo 'global_step: 1 | train_step_timing in s: 9.0'\n";
+    for (int i = 2; i <= 6; ++i) s << "echo 'global_step: " << i << " | train_step_timing in s: 2.0'\n";
+    s << "printf 'no newline on stderr' >&2\n";
+  }
+  const Result r = sh("PARATUNE_REPORT=" + report.string() + " " + cli() +
+                          " run --global-batch 8 --seq-len 1024 -- sh " + script.string(), dir_);
+  EXPECT_EQ(r.status, 0);
+  // our line starts on a line of its own after the child's unterminated stderr
+  EXPECT_EQ(r.err, "no newline on stderr\nparatune run: 6 steps (1 warm-up), median step time 2.000 s, 4096 tokens/s; "
+                   "6 lines appended to " + report.string() + "\n");
+  EXPECT_EQ(parse_report(slurp(report.string())).samples.size(), 6u);
 }
 
 TEST_F(Cli, LogTableJsonSvgAndSuspects) {

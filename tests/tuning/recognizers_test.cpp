@@ -127,6 +127,31 @@ TEST(Recognizers, ReportLineHasTheContract) {
   EXPECT_NEAR((*j)["tokens"].get<double>(), 128.0 * 4096, 1e-9);
 }
 
+// What a recognised line lacks for a step time, in order, and nothing once the context has it or the line has a
+// step time of its own.
+TEST(Recognizers, MissingContextNamesWhatAStepTimeNeeds) {
+  const auto tt = recognise_line(lines_of(fixture("torchtitan.log"))[0]);
+  ASSERT_TRUE(tt && tt->tokens_per_s_per_gpu);
+  const auto all = missing_context(*tt, {});
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_STREQ(all[0].what, "global batch");
+  EXPECT_STREQ(all[1].what, "sequence length");
+  EXPECT_STREQ(all[2].what, "world size");
+  EXPECT_NE(std::string(all[1].remedy).find("--seq-len"), std::string::npos);
+  const auto some = missing_context(*tt, {8, 0, 2});
+  ASSERT_EQ(some.size(), 1u);
+  EXPECT_STREQ(some[0].what, "sequence length");
+  EXPECT_TRUE(missing_context(*tt, {8, 1024, 2}).empty());  // control: the step time can be derived
+  Figures samples;
+  samples.source = LogSource::HfTrainer;
+  samples.samples_per_s = 1.8;
+  ASSERT_EQ(missing_context(samples, {}).size(), 1u);  // samples/s: only the global batch
+  EXPECT_STREQ(missing_context(samples, {}).at(0).what, "global batch");
+  const auto mg = recognise_line(lines_of(fixture("megatron.log"))[1]);
+  ASSERT_TRUE(mg && mg->step_time_s);
+  EXPECT_TRUE(missing_context(*mg, {}).empty());  // a step time of its own
+}
+
 TEST(LineAssembler, SplitsOnNewlinesAndCarriageReturnsAcrossChunks) {
   LineAssembler a(16);
   std::vector<std::string> got;

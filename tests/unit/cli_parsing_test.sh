@@ -129,5 +129,37 @@ check_completion "confdir" paratune probe --fsroot con
 check_completion "--report" paratune run --rep
 check_completion "" paratune advise --top ""
 [[ " $(complete_words paratune run -- ech) " == *" echo "* ]] && pass "run -- completes commands" || fail "run -- ech"
+# values: frameworks (also the last item of a comma-separated list), commands, shells
+check_completion "megatron deepspeed fsdp torchtitan nemo" paratune advise --framework-args ""
+check_completion "fsdp,megatron" paratune explain --framework-args fsdp,me
+check_completion "advise" paratune help ad
+check_completion "bash" paratune completion ""
+
+# --- `paratune help` is the command list; tables keep their columns; one node is "1 node" ------------------------
+[ "$("$cli" help)" = "$("$cli" --help)" ] && grep -q "^  advise  " <<<"$("$cli" help)" \
+  && pass "help = --help (the command list)" || fail "help: $("$cli" help | head -3)"
+for c in advise explain; do
+  out=$("$cli" $c -s "$dir/s.toml" --top 1)
+  grep -q "x a100-sxm4-80gb (1 node)" <<<"$out" && ! grep -q "(1 nodes)" <<<"$out" \
+    && pass "$c: (1 node)" || fail "$c: $(head -1 <<<"$out")"
+done
+cat > "$dir/moe.toml" <<'TOML'
+[model]
+preset = "mixtral-8x22b"
+[training]
+global_batch = 256
+[cluster]
+gpu = "h100-sxm5-80gb"
+nodes = 8
+gpus_per_node = 8
+nvlink_domain = 8
+nic_count = 8
+nic_gbps = 400
+TOML
+# The ranked table of a MoE plan (layouts with ep, etp and the dispatcher): every row's bar starts in one column.
+bars=$("$cli" advise -s "$dir/moe.toml" --top 5 | sed -n '/^  # framework/,/^  bar:/p' | grep -E '^ +[0-9]+ ' \
+  | awk '{print index($0, "|")}' | sort -u)
+[ "$(wc -l <<<"$bars")" -eq 1 ] && [ "$bars" -gt 0 ] && pass "MoE table: one column for the bars ($bars)" \
+  || fail "MoE table columns: $bars"
 
 [ "$failures" -eq 0 ] && echo "cli parsing: ok" || { echo "cli parsing: $failures failed" >&2; exit 1; }

@@ -197,4 +197,21 @@ TEST(DecisionWithCalibration, TheSitesFittedEfficiencyChangesThePrediction) {
   auto d = decide(in);
   EXPECT_GT(d.plan.prediction.step_time_s, 1.5 * shipped);
   EXPECT_NE(d.notes.back().find("calibrated"), std::string::npos);
+  // plan.json records that the prediction was calibrated and by which entry
+  const auto plan = decision_json(d);
+  EXPECT_EQ(plan["calibrated"], true);
+  ASSERT_EQ(plan["calibration_entries"].size(), 1u);
+  EXPECT_EQ(plan["calibration_entries"][0]["kind"], "efficiency");
+  EXPECT_EQ(plan["calibration_entries"][0]["gpu"], "a100-sxm4-80gb");
+  EXPECT_EQ(plan["calibration_entries"][0]["compute_scale"], 0.5);
+  // control: without a calibration, not calibrated and no entries
+  const auto plain = decision_json(decide(input("llama3-8b,gbs=256,tp=2,pp=1")));
+  EXPECT_EQ(plain["calibrated"], false);
+  EXPECT_TRUE(plain["calibration_entries"].empty());
+  // an entry for another GPU does not apply: not calibrated
+  cal.entries[0].gpu = "h100-sxm5-80gb";
+  in.calibration = cal;
+  const auto other = decision_json(decide(in));
+  EXPECT_EQ(other["calibrated"], false);
+  EXPECT_TRUE(other["calibration_entries"].empty());
 }

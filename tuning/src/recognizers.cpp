@@ -258,6 +258,22 @@ std::optional<double> step_time(const Figures& f, const StepContext& c) {
   return std::nullopt;
 }
 
+std::vector<MissingContext> missing_context(const Figures& f, const StepContext& c) {
+  if (step_time(f, c)) return {};
+  static constexpr MissingContext kBatch{"global batch", "--global-batch N (or $PARATUNE_GLOBAL_BATCH)"};
+  static constexpr MissingContext kSeq{"sequence length", "--seq-len N (or the plan file $PARATUNE_PLAN)"};
+  static constexpr MissingContext kWorld{"world size", "--world-size N (or $PARATUNE_TP, _PP, _DP, _CP)"};
+  std::vector<MissingContext> out;
+  if (f.samples_per_s && *f.samples_per_s > 0) {  // global samples/s: the batch turns it into a step time
+    if (c.global_batch <= 0) out.push_back(kBatch);
+  } else if (f.tokens_per_s_per_gpu && *f.tokens_per_s_per_gpu > 0) {  // per-GPU tokens/s: all three
+    if (c.global_batch <= 0) out.push_back(kBatch);
+    if (c.seq_len <= 0) out.push_back(kSeq);
+    if (c.world_size <= 0) out.push_back(kWorld);
+  }
+  return out;
+}
+
 std::optional<nlohmann::json> report_line(const Figures& f, const StepContext& c) {
   const auto t = step_time(f, c);
   if (!t || !std::isfinite(*t) || *t <= 0) return std::nullopt;

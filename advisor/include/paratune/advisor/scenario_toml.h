@@ -19,6 +19,10 @@ Scenario load_scenario_toml(const std::string& path);
 Scenario parse_scenario_toml(std::string_view text, const std::string& origin,
                              ClusterSource cluster = ClusterSource::File);
 
+// A [parallel] table given as a comma-separated list, "tp=8,pp=2,recompute=selective" (`paratune explain --vs`):
+// the file's keys, ranges and names. Throws std::invalid_argument "ORIGIN: 'ITEM': parallel.KEY: what is valid".
+ParallelSpec parse_parallel_list(std::string_view list, const std::string& origin);
+
 // Fill ClusterSpec defaults that depend on the GPU (nvlink_domain, nvls) when the file did not give them.
 void apply_cluster_defaults(Scenario& s, bool nvlink_domain_given);
 

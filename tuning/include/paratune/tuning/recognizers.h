@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -47,6 +48,16 @@ std::optional<double> step_time(const Figures& f, const StepContext& ctx);
 
 // The report line (`$PARATUNE_REPORT` format) for a recognised line; nullopt without a step time.
 std::optional<nlohmann::json> report_line(const Figures& f, const StepContext& ctx);
+
+// What a recognised line without a step time (step_time() nullopt) lacks in the context, so that `paratune run`
+// can say which line it could not use and what to pass: one entry per missing quantity, in the order global
+// batch, sequence length, world size. Empty when the line gives a step time (or cannot give one whatever the
+// context: no throughput figure at all).
+struct MissingContext {
+  const char* what;    // "global batch", "sequence length", "world size"
+  const char* remedy;  // "--global-batch N (or $PARATUNE_GLOBAL_BATCH)", ...
+};
+std::vector<MissingContext> missing_context(const Figures& f, const StepContext& ctx);
 
 // Out-of-memory deaths in a framework's output (tests/fixtures/logs/oom.log holds real ones with their sources):
 //   PyTorch  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total capacity
