@@ -100,6 +100,7 @@ void overlay(ParallelSpec& to, const ParallelSpec& from) {
   take(to.sequence_parallel, from.sequence_parallel), take(to.ep, from.ep), take(to.etp, from.etp);
   take(to.dispatcher, from.dispatcher);
   take(to.first_stage_layers, from.first_stage_layers), take(to.last_stage_layers, from.last_stage_layers);
+  take(to.shard_group, from.shard_group);
 }
 
 // "tp=4, recompute=selective": the keys a ParallelSpec sets.
@@ -116,6 +117,7 @@ std::string spec_text(const ParallelSpec& q) {
   num("ep", q.ep), num("etp", q.etp);
   if (q.dispatcher) add("dispatcher", to_string(*q.dispatcher));
   num("first_stage_layers", q.first_stage_layers), num("last_stage_layers", q.last_stage_layers);
+  num("shard_group", q.shard_group);
   return out;
 }
 

@@ -112,6 +112,7 @@ Layout layout_from_scenario(const Scenario& s) {
   l.dispatcher = p.dispatcher.value_or(Dispatcher::AllToAll);
   l.first_stage_layers = p.first_stage_layers.value_or(0);
   l.last_stage_layers = p.last_stage_layers.value_or(0);
+  l.shard_group = p.shard_group.value_or(0);
   return l;
 }
 
@@ -171,6 +172,8 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
   if (l.shard_group > 0) {
     if (l.zero_stage < 2) return "shard_group (hybrid sharding) needs zero_stage >= 2";
     if ((l.dp * l.cp) % l.shard_group != 0) return "shard_group must divide dp*cp";
+    if (f != Framework::Fsdp && f != Framework::Torchtitan)
+      return std::string("shard_group (hybrid sharding) is planned for fsdp and torchtitan only, not ") + to_string(f);
   }
   if (const std::string why = moe_layout_problem(s, l, f); !why.empty()) return why;
   if (const std::string why = stage_layout_problem(s, l, f); !why.empty()) return why;
@@ -337,8 +340,13 @@ std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Spli
 
 // Hybrid-sharding group sizes: none, or one node's GPUs for FSDP-style ZeRO >= 2 across nodes.
 std::vector<int> shard_groups(const Scenario& s, Framework f, int z, const Split& d) {
-  std::vector<int> groups{0};
   const int g = s.cluster.gpus_per_node, replicas = d.dp * d.cp;
+  if (const auto& want = s.parallel.shard_group) {  // the scenario fixes the scope: that one, where it can be
+    const bool ok = *want == 0 || ((f == Framework::Fsdp || f == Framework::Torchtitan) && z >= 2 &&
+                                   replicas % *want == 0);
+    return ok ? std::vector<int>{*want} : std::vector<int>{};
+  }
+  std::vector<int> groups{0};
   if ((f == Framework::Fsdp || f == Framework::Torchtitan) && z >= 2 && replicas > g && replicas % g == 0)
     groups.push_back(g);
   return groups;

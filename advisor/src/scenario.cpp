@@ -295,6 +295,8 @@ void validate(const Scenario& s) {
           "first_stage_layers + last_stage_layers must leave the " + std::to_string(std::max(0, pp - 2)) +
               " middle stages at least one of the model's " + std::to_string(L) + " layers each (all of them with pp 2)");
   }
+  if (p.shard_group && *p.shard_group > 0 && p.zero_stage && *p.zero_stage < 2)
+    bad("parallel.shard_group", "a sharding scope (hybrid sharding) needs zero_stage 2 or 3");
   if (p.zero_stage && (*p.zero_stage < 0 || *p.zero_stage > 3))
     bad("parallel.zero_stage", "must be 0, 1, 2 or 3 (FSDP full shard = 3, shard-grad-op = 2)");
   const int total = s.total_gpus();

@@ -337,7 +337,7 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
 
   if (const toml::table* p = sub(c, root, "parallel")) {
     check_keys(c, *p, "parallel.", {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "zero_stage", "recompute",
-                                    "sequence_parallel", "ep", "etp", "dispatcher", "first_stage_layers",
+                                    "sequence_parallel", "ep", "etp", "dispatcher", "shard_group", "first_stage_layers",
                                     "last_stage_layers"});
     ParallelSpec& q = s.parallel;
     get_opt_int(c, *p, "parallel.", "tp", q.tp, 1, 1 << 16);
@@ -354,6 +354,7 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
     get_opt_int(c, *p, "parallel.", "etp", q.etp, 1, 1 << 10);
     Dispatcher disp{};
     if (get_enum(c, *p, "parallel.", "dispatcher", disp, dispatcher_from_string)) q.dispatcher = disp;
+    get_opt_int(c, *p, "parallel.", "shard_group", q.shard_group, 0, 1 << 20);
     get_opt_int(c, *p, "parallel.", "first_stage_layers", q.first_stage_layers, 1, 1 << 20);
     get_opt_int(c, *p, "parallel.", "last_stage_layers", q.last_stage_layers, 1, 1 << 20);
   }
