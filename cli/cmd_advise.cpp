@@ -18,6 +18,7 @@
 #include "options.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
+#include "profile_input.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/scenario_toml.h"
@@ -271,7 +272,7 @@ void print_args(const FrameworkArgs& a) {
 }
 
 struct AdviseArgs {
-  std::string scenario, topology, policy_file, partition, calibration;
+  std::string scenario, topology, policy_file, partition, calibration, profile;
   std::vector<std::string> framework_args;
   bool as_json = false;
   SearchLimits limits;
@@ -305,6 +306,7 @@ int run_command(const AdviseArgs& a, bool explaining) {
       limits.params = load_calibration(calibration, s);
       limits.memory_headroom_gib += load_headroom(calibration, s);  // learned from OOMs, on top of the policy's
     }
+    if (!a.profile.empty()) s = apply_profile(a.profile, s, notes, explaining ? "paratune explain" : "paratune advise");
     plan = advise(s, limits);
     if (!policy_file.empty()) {
       const auto env_plan = policies::plan_env(policy, plan.env);
@@ -456,6 +458,10 @@ Setup setup_for(bool explaining) {
         ->type_name("P")
         ->needs(policy);
     app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
+        ->type_name("FILE");
+    app.add_option("--profile", a->profile,
+                   "a hardware profile (`paratune measure`): its measured GEMM, HBM and bus bandwidths replace\n"
+                   "the catalog's for a scenario on that GPU (and, with a topology, those nodes)")
         ->type_name("FILE");
     return [a, explaining] { return run_command(*a, explaining); };
   };

@@ -134,6 +134,15 @@ struct NicFacts {
   std::optional<int> gid_index;
 };
 
+// Achieved rates measured on the site's nodes (`paratune measure`, advisor/profile.h); each one that is set (> 0)
+// replaces, for its term, the catalog figure times the model's fitted efficiency. 0 = the catalog's.
+struct MeasuredRates {
+  double bf16_gemm_tflops = 0, fp16_gemm_tflops = 0;  // large 16-bit GEMMs, per GPU
+  double hbm_gbps = 0;             // streaming copy, bytes read + written per second, per GPU
+  double intra_busbw_gbps = 0;     // ring bus bandwidth among a node's GPUs (all-gather / reduce-scatter)
+  double inter_busbw_gbps = 0;     // all-reduce bus bandwidth across nodes with every GPU of each node: per node
+};
+
 struct ClusterSpec {
   std::string gpu;                 // catalog key
   // Overrides of the catalog (cluster.gpu_spec); 0 = take the catalog value.
@@ -159,6 +168,7 @@ struct ClusterSpec {
   // Where the job's nodes sit under the leaf switches (from Slurm's topology; TOML [cluster.placement]); unset =
   // not known, every node pair gets the NICs' full bandwidth.
   std::optional<Placement> placement;
+  std::optional<MeasuredRates> measured;  // a hardware profile's rates (advisor/profile.h); unset = the catalog's
 };
 
 // In `predict`, a fully given layout; in `advise`, constraints (unset = free).
