@@ -43,6 +43,8 @@ assert all(c["ranks"] == (2 if c["op"] == "send_recv" else 4 if c["scope"] == "i
 assert p["gemm"] and p["copy"] and p["attention"], "raw points kept"
 assert p["duration_s"] < 60 + 30, p["duration_s"]
 PY
+sed -n '1,/^\[\[/p' "$WORK/profile.toml" | head -n -1 || true  # its header and fit, in the test's output
+echo "points: $(grep -c '^\[\[gemm' "$WORK/profile.toml") gemm, $(grep -c '^\[\[attention' "$WORK/profile.toml") attention, $(grep -c '^\[\[copy' "$WORK/profile.toml") copy, $(grep -c '^\[\[collective' "$WORK/profile.toml") collective"
 check "the raw figures name every rank's host and fingerprint" /usr/bin/python3 -c "
 import json; r=json.load(open('$WORK/raw.json'))
 assert r['hosts']==['mn0','mn0','mn1','mn1'] and set(r['fingerprints'])=={'$fingerprint'}, (r['hosts'], r['fingerprints'])
