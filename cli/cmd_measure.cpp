@@ -52,15 +52,17 @@ struct MeasureArgs {
   bool quick = false;
 };
 
-// The node's topology: the file given ("%h" = this host's name), else the live probe.
+// The node's topology: the file given ("%h" = this host's short name, as in the plugin's topology=), else the live
+// probe with the plugin's own sources (ibverbs and NVML included), so that the fingerprint is the one the plugin
+// computes on this node.
 probe::Topology node_topology(const std::string& spec) {
   probe::ProbeOptions po;
-  po.use_ibverbs = false;
   if (!spec.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
+    const std::string short_host = std::string(host).substr(0, std::string(host).find('.'));
     std::string path = spec;
-    for (size_t at; (at = path.find("%h")) != std::string::npos;) path.replace(at, 2, host);
+    for (size_t at; (at = path.find("%h")) != std::string::npos;) path.replace(at, 2, short_host);
     po.topology_file = path;
     po.use_nvml = false;
   }

@@ -156,6 +156,19 @@ void load_calibration() {
   }
 }
 
+// The node type's hardware profile (`paratune measure` output, plugstack profile=), read as root like the
+// calibration: absent is normal; whether it is for this node is decided with the node's fingerprint (decision.cpp).
+void load_profile() {
+  auto& s = state();
+  if (s.config.profile.empty() || ::access(s.config.profile.c_str(), F_OK) != 0) return;
+  try {
+    s.profile = advisor::parse_profile(job::read_trusted_file(s.config.profile, job::kMaxScenarioBytes),
+                                       s.config.profile);
+  } catch (const std::exception& e) {
+    log().error("hardware profile: {}; using the catalog's rates", e.what());
+  }
+}
+
 // Where the plan directory may go, in order: the configured job_dir, the submit directory, /tmp.
 std::vector<std::string> plan_dir_bases(const std::string& submit_dir) {
   std::vector<std::string> bases;
@@ -323,6 +336,7 @@ int post_opt(spank_t sp) {
   if (!s.user.known) throw std::runtime_error("Slurm did not give the job's uid and gid; no plan");
 
   load_calibration();
+  load_profile();
   probe::ProbeOptions opts;
   opts.topology_file = s.config.topology;
   opts.allocated_gpus = alloc.gpu_indexes;
@@ -366,6 +380,7 @@ job::DecideRequest decide_request(const job::JobEnvironment& env) {
   r.input.policy = s.policy;
   r.input.mode = s.mode;
   r.input.calibration = s.calibration;
+  r.input.profile = s.profile;
   r.input.fabric = s.fabric;
   // Relative paths from the submit directory; the child reads the file as the job's user.
   if (!s.spec->scenario_file.empty()) r.scenario_path = resolve_path(s.spec->scenario_file, r.input.alloc.submit_dir);

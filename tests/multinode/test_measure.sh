@@ -3,7 +3,8 @@
 # `srun paratune measure` with Debian's PyTorch (python3-torch, CPU, gloo) and the packaged benchmark script; rank 0
 # writes a hardware profile keyed by the nodes' topology fingerprint, with GEMM, attention, copy and collectives
 # (inside each node and across both) measured and fitted, and progress in the job's output. The profile of a CPU
-# node is then refused for a GPU scenario with a warning (it is not that hardware). --quick sizes, 60 s budget.
+# node is then refused for a GPU scenario with a warning (it is not that hardware), by predict and by the plugin
+# (profile=), while a profile for these B200 nodes changes the plugin's plan. --quick sizes, 60 s budget.
 source "$(dirname "$0")/lib.sh"
 : "${PARATUNE_CLI:?set by ctest}"
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
@@ -68,4 +69,36 @@ TOML
   > "$WORK/predict.out" 2> "$WORK/predict.err"; rc=$?
 check "predict with the CPU profile on a GPU scenario: ignored with a warning, exit 0" bash -c "
 cat '$WORK/predict.err'; test $rc = 0 && grep -q \"warning: hardware profile ignored: it was measured on 'cpu'\" '$WORK/predict.err'"
+
+# The plugin's profile= (paratune-spank(8)): a profile for these nodes' fingerprint and GPU changes the plan's
+# prediction and the plan says so; the measured CPU profile above, named the same way, is ignored with a note.
+cat > "$WORK/job.sh" <<'JOB'
+#!/bin/bash
+env | grep -E '^PARATUNE_' | sort > batch-$SLURM_JOB_ID.env
+JOB
+plan_of() { env_value "$WORK/batch-$1.env" PARATUNE_PLAN; }
+SPEC=llama3-8b,gbs=64,tp=1,pp=1
+PROFILE=$PARATUNE_MN_DIR/etc/measure-profile.toml
+printf 'version = 1\nfingerprint = "%s"\ngpu = "b200-sxm-180gb"\n[fit]\ninter_busbw_gbps = 2.5\n' "$fingerprint" > "$PROFILE"
+chmod 0644 "$PROFILE"
+plugstack "${BASE_ARGS[@]}"
+base=$(run_batch "$WORK/job.sh" -N2 -w 'mn[0-1]' --gpus-per-node=8 --paratune="$SPEC")
+plugstack "${BASE_ARGS[@]}" "profile=$PROFILE"
+slow=$(run_batch "$WORK/job.sh" -N2 -w 'mn[0-1]' --gpus-per-node=8 --paratune="$SPEC")
+install -m 0644 "$WORK/profile.toml" "$PROFILE"
+cpu=$(run_batch "$WORK/job.sh" -N2 -w 'mn[0-1]' --gpus-per-node=8 --paratune="$SPEC")
+check "profile=: a network of 20 Gb/s per node measured for these nodes slows the plan's prediction, and the plan names the profile" \
+  python3 - "$(plan_of "$base")" "$(plan_of "$slow")" "$fingerprint" <<'PY2'
+import json, sys
+b, s = (json.load(open(f)) for f in sys.argv[1:3])
+tb, ts = b["plan"]["prediction"]["step_time_s"], s["plan"]["prediction"]["step_time_s"]
+print("catalog network: %.3f s per step; profile's: %.3f s" % (tb, ts))
+assert ts > tb, (tb, ts)
+assert any(n.startswith("from the hardware profile (fingerprint " + sys.argv[3]) for n in s["notes"]), s["notes"]
+assert not any("hardware profile" in n for n in b["notes"]), b["notes"]
+PY2
+check "profile=: the measured CPU profile is ignored for the B200 nodes, with a note" python3 -c "
+import json,sys; j=json.load(open(sys.argv[1]))
+assert any(n.startswith(\"hardware profile ignored: it was measured on 'cpu'\") for n in j['notes']), j['notes']" "$(plan_of "$cpu")"
+rm -f "$PROFILE"
 finish
