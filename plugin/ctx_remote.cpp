@@ -156,14 +156,15 @@ void load_calibration() {
   }
 }
 
-// The node type's hardware profile (`paratune measure` output, plugstack profile=), read as root like the
-// calibration: absent is normal; whether it is for this node is decided with the node's fingerprint (decision.cpp).
+// The node type's hardware profile (`paratune measure` output: the partition's [facts] profile, else plugstack
+// profile=), read as root like the calibration: absent is normal; whether it is for this node is decided with the
+// node's fingerprint (decision.cpp).
 void load_profile() {
   auto& s = state();
-  if (s.config.profile.empty() || ::access(s.config.profile.c_str(), F_OK) != 0) return;
+  const std::string path = s.policy.facts.profile.value_or(s.config.profile);
+  if (path.empty() || ::access(path.c_str(), F_OK) != 0) return;
   try {
-    s.profile = advisor::parse_profile(job::read_trusted_file(s.config.profile, job::kMaxScenarioBytes),
-                                       s.config.profile);
+    s.profile = advisor::parse_profile(job::read_trusted_file(path, job::kMaxScenarioBytes), path);
   } catch (const std::exception& e) {
     log().error("hardware profile: {}; using the catalog's rates", e.what());
   }

@@ -54,7 +54,7 @@ constexpr const char* kEnvKeys = "force, default, forbid, allow_override, applie
 constexpr const char* kLimitKeys =
     "max_tp, max_pp, max_cp, zero_stages, recompute, frameworks, min_micro_batch, max_micro_batch, "
     "memory_headroom_gib";
-constexpr const char* kFactKeys = "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription";
+constexpr const char* kFactKeys = "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription, profile";
 constexpr const char* kLogKeys = "tuning_log, mode, group";
 constexpr const char* kModes = "apply, suggest, off";
 constexpr const char* kFrameworks = "megatron, deepspeed, fsdp, torchtitan, nemo";
@@ -674,6 +674,15 @@ class Parser {
         if (auto s = get_string(v, p, "an absolute path")) {
           if (valid_abs_path(*s)) {
             f.nccl_topo_file = *s;
+            set = true;
+          } else {
+            error(v, p, "got " + quote(*s), "an absolute path without '..' (on the compute nodes)");
+          }
+        }
+      } else if (key == "profile") {
+        if (auto s = get_string(v, p, "an absolute path")) {
+          if (valid_abs_path(*s)) {
+            f.profile = *s;
             set = true;
           } else {
             error(v, p, "got " + quote(*s), "an absolute path without '..' (on the compute nodes)");

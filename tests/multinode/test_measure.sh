@@ -4,7 +4,8 @@
 # writes a hardware profile keyed by the nodes' topology fingerprint, with GEMM, attention, copy and collectives
 # (inside each node and across both) measured and fitted, and progress in the job's output. The profile of a CPU
 # node is then refused for a GPU scenario with a warning (it is not that hardware), by predict and by the plugin
-# (profile=), while a profile for these B200 nodes changes the plugin's plan. --quick sizes, 60 s budget.
+# (profile=), while a profile for these B200 nodes changes the plugin's plan (profile=, or the policy's [facts]
+# profile). --quick sizes, 60 s budget.
 source "$(dirname "$0")/lib.sh"
 : "${PARATUNE_CLI:?set by ctest}"
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
@@ -100,5 +101,16 @@ PY2
 check "profile=: the measured CPU profile is ignored for the B200 nodes, with a note" python3 -c "
 import json,sys; j=json.load(open(sys.argv[1]))
 assert any(n.startswith(\"hardware profile ignored: it was measured on 'cpu'\") for n in j['notes']), j['notes']" "$(plan_of "$cpu")"
-rm -f "$PROFILE"
+# The site policy's [facts] profile names the same B200 profile without profile=: the same effect.
+POLICY=$PARATUNE_MN_DIR/etc/measure-policy.toml
+printf '[defaults.facts]\nprofile = "%s"\n' "$PROFILE" > "$POLICY"; chmod 0644 "$POLICY"
+printf 'version = 1\nfingerprint = "%s"\ngpu = "b200-sxm-180gb"\n[fit]\ninter_busbw_gbps = 2.5\n' "$fingerprint" > "$PROFILE"
+plugstack "${BASE_ARGS[@]}" "policy=$POLICY"
+pol=$(run_batch "$WORK/job.sh" -N2 -w 'mn[0-1]' --gpus-per-node=8 --paratune="$SPEC")
+check "policy [facts] profile: the same slower prediction, and the plan names the profile" python3 -c "
+import json,sys; b,s=(json.load(open(f)) for f in sys.argv[1:3])
+assert s['plan']['prediction']['step_time_s'] > b['plan']['prediction']['step_time_s'], (b['plan']['prediction'], s['plan']['prediction'])
+assert any(n.startswith('from the hardware profile (fingerprint '+sys.argv[3]) for n in s['notes']), s['notes']" \
+  "$(plan_of "$base")" "$(plan_of "$pol")" "$fingerprint"
+rm -f "$PROFILE" "$POLICY"
 finish

@@ -86,6 +86,9 @@ struct Facts {
   // Above each leaf switch of Slurm's topology: downlink / uplink bandwidth (2 = 2:1, half the bandwidth leaves the
   // leaf). Unset: 1, a non-blocking fat tree, so the switch placement of a job changes nothing.
   std::optional<double> leaf_oversubscription;
+  // The partition's hardware profile (`paratune measure` output; absolute path on the compute nodes): replaces the
+  // plugin's profile= for the partition's jobs, used on nodes of its fingerprint only.
+  std::optional<std::string> profile;
 };
 inline constexpr double kDefaultLeafOversubscription = 1.0;
 
