@@ -21,6 +21,7 @@
 #include "options.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
+#include "profile_input.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/scenario_toml.h"
@@ -201,7 +202,7 @@ void print_args(const FrameworkArgs& a) {
 }
 
 struct AdviseArgs {
-  std::string scenario, topology, policy_file, partition, calibration, vs;
+  std::string scenario, topology, policy_file, partition, calibration, vs, profile;
   std::vector<std::string> framework_args;
   bool as_json = false, strict = false;
   SearchLimits limits;
@@ -249,6 +250,7 @@ int run_command(const AdviseArgs& a, bool explaining) {
       limits.params = calibrated_params(*cal, s);
       limits.memory_headroom_gib += calibrated_headroom_gib(*cal, s);  // learned from OOMs, on top of the policy's
     }
+    if (!a.profile.empty()) s = apply_profile(a.profile, s, notes, explaining ? "paratune explain" : "paratune advise");
     plan = advise(s, limits);
     if (!policy_file.empty()) {
       const auto env_plan = policies::plan_env(policy, plan.env);
@@ -421,6 +423,10 @@ Setup setup_for(bool explaining) {
                      "also explain this layout: [parallel] keys as KEY=VALUE,... (e.g. tp=8,pp=2); the\n"
                      "search completes the rest and says why it loses, or that it is inside the model's error")
           ->type_name("LAYOUT");
+    app.add_option("--profile", a->profile,
+                   "a hardware profile (`paratune measure`): its measured GEMM, HBM and bus bandwidths replace\n"
+                   "the catalog's for a scenario on that GPU (and, with a topology, those nodes)")
+        ->type_name("FILE");
     return [a, explaining] { return run_command(*a, explaining); };
   };
 }

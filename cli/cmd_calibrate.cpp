@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "log_input.h"
 #include "paratune/advisor/calibration_file.h"
 #include "paratune/tuning/calibrate.h"
+#include "paratune/tuning/calibration_diff.h"
 #include "paratune/tuning/memory_headroom.h"
 #include "paratune/tuning/tuning_log.h"
 
@@ -31,7 +34,12 @@ const char* kDescription =
     "|achieved/predicted - 1| before and after per group, and writes the calibration file (TOML) the advisor reads.\n"
     "It also learns a memory head-room per GPU model and framework from jobs that died of an out-of-memory error\n"
     "and jobs whose logged peak came within 10 % of the GPU's memory ([[memory]]; advise adds it to the reserve).\n"
-    "--log may be repeated, name a directory of per-node logs or a quoted pattern; copies of a job are merged.";
+    "--log may be repeated, name a directory of per-node logs or a quoted pattern; copies of a job are merged.\n"
+    "One user cannot steer it: jobs outside the physical range are dropped, no user weighs more than\n"
+    "--max-user-share of a group, the fit is trimmed, and a group needs the jobs of two users or of a user\n"
+    "named by --trust-user; an out-of-memory record counts only when the step failed with the framework's own\n"
+    "message, and one user's evidence sets at most a quarter of the GPU as head-room. Per group it prints the jobs\n"
+    "and users used, what was dropped and why. --dry-run prints what would change in the file and writes nothing.";
 const char* kFooter =
     "exit status: 0 written, 1 the log cannot be read or the file written, 2 bad option, 3 no usable job\n"
     "(neither for the efficiencies nor for the memory head-room)";
@@ -41,6 +49,8 @@ struct CalibrateArgs {
   std::string out_path, since;
   CalibrateOptions o;
   double holdout = 0;
+  std::vector<std::string> trusted;
+  bool dry_run = false;
 };
 
 std::string pct(double v) {
@@ -61,97 +71,151 @@ std::string now_iso() {
 void print_memory(const std::vector<HeadroomGroup>& groups, const SkipTally& skipped) {
   if (groups.empty() && skipped.empty()) return;
   std::printf("memory head-room (out-of-memory deaths and runs near the limit):\n");
-  std::printf("  %-18s %-10s %5s %6s  %-12s  %s\n", "gpu", "framework", "ooms", "near", "head-room", "set by");
+  std::printf("  %-18s %-10s %5s %6s %5s  %-12s  %s\n", "gpu", "framework", "ooms", "near", "users", "head-room",
+              "set by");
   for (const auto& g : groups) {
-    char h[32], w[64];
+    char h[32], w[96];
     std::snprintf(h, sizeof h, "%.1f GiB", g.headroom_gib);
     std::snprintf(w, sizeof w, "job %s (needed %+.2f GiB)", g.worst_job.c_str(), g.worst_shortfall_gib);
-    std::printf("  %-18s %-10s %5zu %6zu  %-12s  %s\n", g.gpu.c_str(), g.framework.c_str(), g.oom_jobs,
-                g.near_limit_jobs, h, w);
+    std::printf("  %-18s %-10s %5zu %6zu %5zu  %-12s  %s\n", g.gpu.c_str(), g.framework.c_str(), g.oom_jobs,
+                g.near_limit_jobs, g.users, h, w);
+    if (!g.held_back.empty()) std::printf("    held back: %s\n", g.held_back.c_str());
   }
   if (const std::string why = skipped_summary(skipped); !why.empty()) std::printf("  %s\n", why.c_str());
 }
 
-int run(const CalibrateArgs& args) {
-  const std::vector<std::string>& log_paths = args.log_paths;
-  const std::string& out_path = args.out_path;
-  CalibrateOptions o = args.o;
-  o.min_samples = std::max<size_t>(1, o.min_samples);  // 0 has always meant 1
-  o.min_multinode = std::max<size_t>(1, o.min_multinode);
-  LogFilter filter;
-  if (!args.since.empty()) filter.since = parse_date(args.since);  // checked by the option's validator
-  const double holdout = args.holdout;
-  // Streamed: each job leaves its sample (a configuration shared with the jobs that ran the same, a step time,
-  // a time) or a tally of why not, and its memory evidence; nothing else of it is kept.
+// What the streamed log left: the usable samples, the skipped lines, the memory evidence.
+struct Collected {
   size_t selected = 0;
-  SampleCollector collector(o);
+  SampleCollector samples;
+  SkipTally skipped;
+  SkipExamples examples;
   std::vector<MemoryEvidence> evidence;
   SkipTally memory_skipped;
-  const LogStream in = stream_logs(log_paths, "paratune calibrate", filter, [&](LogEntry& e) {
-    ++selected;
-    collector.add(e);
-    add_memory_evidence(e, {}, &evidence, &memory_skipped);
+  explicit Collected(const CalibrateOptions& o) : samples(o) {}
+};
+
+// Streamed: each job leaves its sample (a configuration shared with the jobs that ran the same, a step time, a
+// time, its user) or a tally of why not, and its memory evidence; nothing else of it is kept. False when a log
+// could not be read whole (a fit on part of the history would be silently different).
+bool collect(const CalibrateArgs& args, const HeadroomOptions& ho, Collected* c) {
+  LogFilter filter;
+  if (!args.since.empty()) filter.since = parse_date(args.since);  // checked by the option's validator
+  const LogStream in = stream_logs(args.log_paths, "paratune calibrate", filter, [&](LogEntry& e) {
+    ++c->selected;
+    c->samples.add(e);
+    add_memory_evidence(e, ho, &c->evidence, &c->memory_skipped);
   });
-  if (!in.complete) return kFailure;  // a fit on part of the history would be silently different
-  std::string log_path = log_paths.front();
-  for (size_t k = 1; k < log_paths.size(); ++k) log_path += ", " + log_paths[k];
-  SkipTally skipped = collector.skipped();
-  SkipExamples examples = collector.examples();
+  if (!in.complete) return false;
+  c->skipped = c->samples.skipped();
+  c->examples = c->samples.examples();
   // Lines the reader could not take at all (listed on stderr above) are skipped lines too.
   if (in.stats.unreadable) {
-    skipped["unreadable line"] = in.stats.unreadable;
+    c->skipped["unreadable line"] = in.stats.unreadable;
     for (const auto& p : in.stats.problems)
       if (p.message.find("kept without it") == std::string::npos && p.message.find("further problems") == std::string::npos) {
-        examples["unreadable line"] = p.file + ":" + std::to_string(p.line) + ": " + p.message;
+        c->examples["unreadable line"] = p.file + ":" + std::to_string(p.line) + ": " + p.message;
         break;
       }
   }
-  std::vector<Sample>& samples = collector.samples();
-  const auto memory = learn_headroom(evidence);
-  std::printf("paratune calibrate: %zu jobs in %s, %zu usable\n", selected, log_path.c_str(), samples.size());
-  if (const std::string why = skipped_summary(skipped, &examples); !why.empty()) std::printf("  %s\n", why.c_str());
+  return true;
+}
+
+void print_holdout(std::vector<Sample>& samples, double holdout, const CalibrateOptions& o) {
+  if (!(holdout > 0) || samples.size() < 2) return;
+  std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.time < b.time; });
+  const size_t cut = std::min(samples.size() - 1, size_t(double(samples.size()) * (1 - holdout)));
+  const std::vector<Sample> early(samples.begin(), samples.begin() + long(cut)), late(samples.begin() + long(cut), samples.end());
+  const CalibrationResult r = calibrate(early, o);
+  const ErrorStats b = error_stats(late, {}), a = error_stats(late, r.calibration);
+  std::printf("holdout: fitted on the earliest %zu jobs, checked on the latest %zu: mean error %s -> %s, median %s -> %s\n",
+              early.size(), late.size(), pct(b.mean_abs).c_str(), pct(a.mean_abs).c_str(), pct(b.median_abs).c_str(),
+              pct(a.median_abs).c_str());
+}
+
+// Per group: jobs usable, used by the fit and their users, multi-node jobs, the error before and after, the entry;
+// then what was dropped and why, and whose weight the share cap reduced.
+void print_groups(const CalibrationResult& r) {
+  std::printf("%-18s %-11s %-10s %5s %5s %5s %5s  %-10s %-10s  %s\n", "gpu", "fabric", "framework", "jobs", "used",
+              "users", "multi", "err before", "err after", "");
+  for (const auto& g : r.groups) {
+    // The fallback pools the stacks with too few jobs of their own; say which.
+    const std::string fw = g.framework.empty() ? "any" : g.framework;
+    const std::string note = g.framework.empty() ? g.note + " [fallback for " + g.stacks + "]" : g.note;
+    std::printf("%-18s %-11s %-10s %5zu %5zu %5zu %5zu  %-10s %-10s  %s\n", g.gpu.c_str(), g.fabric.c_str(), fw.c_str(),
+                g.samples, g.used, g.users, g.multinode, pct(g.before.mean_abs).c_str(), pct(g.after.mean_abs).c_str(),
+                note.c_str());
+    std::string dropped;
+    for (const auto& [why, n] : g.dropped) dropped += (dropped.empty() ? "" : "; ") + std::to_string(n) + " " + why;
+    if (!dropped.empty()) std::printf("    dropped: %s\n", dropped.c_str());
+    for (const auto& c : g.capped) std::printf("    share capped: %s\n", c.c_str());
+  }
+  std::printf("all usable jobs: mean error %s -> %s, median %s -> %s\n", pct(r.before.mean_abs).c_str(),
+              pct(r.after.mean_abs).c_str(), pct(r.before.median_abs).c_str(), pct(r.after.median_abs).c_str());
+}
+
+// --dry-run: what the new calibration changes against the file in force (none yet: everything is new).
+int show_changes(const std::string& path, const advisor::Calibration& fresh) {
+  advisor::Calibration current;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      current = advisor::parse_calibration(text.str(), path);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "paratune calibrate: %s (compared with an empty calibration)\n", e.what());
+    }
+  } else {
+    std::printf("dry run: %s does not exist yet\n", path.c_str());
+  }
+  std::printf("dry run: changes to %s:\n", path.c_str());
+  for (const auto& line : calibration_changes(current, fresh)) std::printf("  %s\n", line.c_str());
+  std::printf("dry run: nothing written\n");
+  return kOk;
+}
+
+int write_file(const std::string& path, const CalibrationResult& r) {
+  std::ofstream out(path, std::ios::trunc);
+  out << advisor::to_toml(r.calibration);
+  if (!out.good()) {
+    std::fprintf(stderr, "paratune calibrate: cannot write %s\n", path.c_str());
+    return kFailure;
+  }
+  std::printf("wrote %s (%zu of %zu groups calibrated, %zu memory head-room entries)\n", path.c_str(),
+              r.calibration.entries.size(), r.groups.size(), r.calibration.memory.size());
+  return kOk;
+}
+
+int run(const CalibrateArgs& args) {
+  CalibrateOptions o = args.o;
+  o.min_samples = std::max<size_t>(1, o.min_samples);  // 0 has always meant 1
+  o.min_multinode = std::max<size_t>(1, o.min_multinode);
+  o.trusted_users.insert(args.trusted.begin(), args.trusted.end());
+  HeadroomOptions ho;
+  ho.trusted_users = o.trusted_users;
+  Collected c(o);
+  if (!collect(args, ho, &c)) return kFailure;
+  std::string log_path = args.log_paths.front();
+  for (size_t k = 1; k < args.log_paths.size(); ++k) log_path += ", " + args.log_paths[k];
+  std::vector<Sample>& samples = c.samples.samples();
+  const auto memory = learn_headroom(c.evidence, ho);
+  std::printf("paratune calibrate: %zu jobs in %s, %zu usable\n", c.selected, log_path.c_str(), samples.size());
+  if (const std::string why = skipped_summary(c.skipped, &c.examples); !why.empty()) std::printf("  %s\n", why.c_str());
   if (samples.empty() && memory.empty()) {
     std::fprintf(stderr, "paratune calibrate: no usable job (each needs scenario, plan and achieved, or an "
                          "out-of-memory record or a peak near the limit)\n");
     return kNothingFits;
   }
-  print_memory(memory, memory_skipped);
-
-  if (holdout > 0 && samples.size() > 1) {
-    std::stable_sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.time < b.time; });
-    const size_t cut = std::min(samples.size() - 1, size_t(double(samples.size()) * (1 - holdout)));
-    const std::vector<Sample> early(samples.begin(), samples.begin() + long(cut)), late(samples.begin() + long(cut), samples.end());
-    const CalibrationResult r = calibrate(early, o);
-    const ErrorStats b = error_stats(late, {}), a = error_stats(late, r.calibration);
-    std::printf("holdout: fitted on the earliest %zu jobs, checked on the latest %zu: mean error %s -> %s, median %s -> %s\n",
-                early.size(), late.size(), pct(b.mean_abs).c_str(), pct(a.mean_abs).c_str(), pct(b.median_abs).c_str(),
-                pct(a.median_abs).c_str());
-  }
-
-  CalibrationResult r = samples.empty() ? CalibrationResult{} : calibrate(samples, o);
+  print_memory(memory, c.memory_skipped);
+  print_holdout(samples, args.holdout, o);
+  CalibrationResult r = samples.empty() ? CalibrationResult{} : calibrate(samples, o, &c.samples.stack_drops());
   r.calibration.memory = memory_entries(memory);
-  std::printf("%-18s %-11s %-10s %5s %5s  %-10s %-10s  %s\n", "gpu", "fabric", "framework", "jobs", "multi",
-              "err before", "err after", "");
-  for (const auto& g : r.groups) {
-    // The fallback pools the stacks with too few jobs of their own; say which.
-    const std::string fw = g.framework.empty() ? "any" : g.framework;
-    const std::string note = g.framework.empty() ? g.note + " [fallback for " + g.stacks + "]" : g.note;
-    std::printf("%-18s %-11s %-10s %5zu %5zu  %-10s %-10s  %s\n", g.gpu.c_str(), g.fabric.c_str(), fw.c_str(),
-                g.samples, g.multinode, pct(g.before.mean_abs).c_str(), pct(g.after.mean_abs).c_str(), note.c_str());
-  }
-  std::printf("all usable jobs: mean error %s -> %s, median %s -> %s\n", pct(r.before.mean_abs).c_str(),
-              pct(r.after.mean_abs).c_str(), pct(r.before.median_abs).c_str(), pct(r.after.median_abs).c_str());
+  print_groups(r);
   r.calibration.generated = now_iso();
   r.calibration.source = log_path + " (" + std::to_string(samples.size()) + " jobs)";
-  std::ofstream out(out_path, std::ios::trunc);
-  out << advisor::to_toml(r.calibration);
-  if (!out.good()) {
-    std::fprintf(stderr, "paratune calibrate: cannot write %s\n", out_path.c_str());
-    return kFailure;
-  }
-  std::printf("wrote %s (%zu of %zu groups calibrated, %zu memory head-room entries)\n", out_path.c_str(),
-              r.calibration.entries.size(), r.groups.size(), r.calibration.memory.size());
-  return kOk;
+  return args.dry_run ? show_changes(args.out_path, r.calibration) : write_file(args.out_path, r);
 }
 
 Action setup(CLI::App& app, const std::vector<std::string>&) {
@@ -176,6 +240,16 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
                  "report the error on the latest F before and after (the file is still fitted on all)")
       ->type_name("F")
       ->check(options::number_in(0, 1, true, true, "a fraction between 0 and 1"));
+  app.add_option("--trust-user", a->trusted,
+                 "a user whose jobs are evidence on their own: a group of only their jobs is fitted, and\n"
+                 "their memory evidence sets the head-room beyond one user's bound (repeatable)")
+      ->type_name("NAME");
+  app.add_option("--max-user-share", a->o.max_user_share,
+                 "the largest share of a group's weight one user's jobs may have (default 1/3; with fewer\n"
+                 "users, 1/users)")
+      ->type_name("F")
+      ->check(options::number_in(0, 1, true, false, "a fraction in (0, 1]"));
+  app.add_flag("--dry-run", a->dry_run, "print what would change in the -o file and write nothing");
   return [a] { return run(*a); };
 }
 

@@ -1,4 +1,4 @@
-// `paratune predict --scenario FILE [--json] [--topology FILE] [--calibration FILE]`: the prediction for the
+// `paratune predict --scenario FILE [--json] [--topology FILE] [--calibration FILE] [--profile FILE]`: the prediction for the
 // scenario's fixed layout.
 #include <cstdio>
 #include <memory>
@@ -8,6 +8,7 @@
 
 #include "advisor_cli.h"
 #include "command.h"
+#include "profile_input.h"
 #include "paratune/advisor/advisor.h"
 
 namespace paratune::cli {
@@ -24,7 +25,7 @@ const char* kFooter =
     "exit status: 0 ok (also when the layout does not fit), 2 bad input (FILE:LINE:COL: field: what is valid)";
 
 struct PredictArgs {
-  std::string scenario, topology, calibration;
+  std::string scenario, topology, calibration, profile;
   bool as_json = false;
 };
 
@@ -37,6 +38,7 @@ int run(const PredictArgs& a) {
   std::vector<std::string> notes;
   try {
     s = advisor_cli::load_scenario(scenario, topology, notes);
+    if (!a.profile.empty()) s = apply_profile(a.profile, s, notes, "paratune predict");
     l = layout_from_scenario(s);
     p = calibration.empty() ? predict(s, l) : predict(s, l, advisor_cli::load_calibration(calibration, s));
   } catch (const std::invalid_argument& e) {
@@ -73,6 +75,10 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
                  "take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)")
       ->type_name("FILE");
   app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
+      ->type_name("FILE");
+  app.add_option("--profile", a->profile,
+                 "a hardware profile (`paratune measure`): its measured GEMM, HBM and bus bandwidths replace\n"
+                 "the catalog's for a scenario on that GPU (and, with a topology, those nodes)")
       ->type_name("FILE");
   app.add_flag("--json", a->as_json, "machine-readable output");
   return [a] { return run(*a); };

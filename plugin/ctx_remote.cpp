@@ -191,6 +191,20 @@ void load_calibration() {
   }
 }
 
+// The node type's hardware profile (`paratune measure` output: the partition's [facts] profile, else plugstack
+// profile=), read as root like the calibration: absent is normal; whether it is for this node is decided with the
+// node's fingerprint (decision.cpp).
+void load_profile() {
+  auto& s = state();
+  const std::string path = s.policy.facts.profile.value_or(s.config.profile);
+  if (path.empty() || ::access(path.c_str(), F_OK) != 0) return;
+  try {
+    s.profile = advisor::parse_profile(job::read_trusted_file(path, job::kMaxScenarioBytes), path);
+  } catch (const std::exception& e) {
+    log().error("hardware profile: {}; using the catalog's rates", e.what());
+  }
+}
+
 // Where the plan directory may go, in order: the configured job_dir, the submit directory; then a fresh directory
 // under /tmp (job/decision_child.h).
 std::vector<std::string> plan_dir_bases(const std::string& submit_dir) {
@@ -406,6 +420,7 @@ int post_opt(spank_t sp) {
   if (!s.user.known) throw std::runtime_error("Slurm did not give the job's uid and gid; no plan");
 
   load_calibration();
+  load_profile();
   probe::ProbeOptions opts;
   opts.topology_file = s.config.topology;
   opts.allocated_gpus = alloc.gpu_indexes;
@@ -449,6 +464,7 @@ job::DecideRequest decide_request() {
   r.input.policy = s.policy;
   r.input.mode = s.mode;
   r.input.calibration = s.calibration;
+  r.input.profile = s.profile;
   r.input.fabric = s.fabric;
   // Relative paths from the submit directory; the child reads the file as the job's user.
   if (!s.spec->scenario_file.empty()) r.scenario_path = resolve_path(s.spec->scenario_file, r.input.alloc.submit_dir);

@@ -28,6 +28,7 @@ struct PluginState {
   // Remote context: set in init_post_opt (root), used in user_init and exit.
   policies::EffectivePolicy policy;          // the site policy for the job's partition (empty: none)
   std::optional<advisor::Calibration> calibration;  // the site's calibration file, when present and trusted
+  std::optional<advisor::HardwareProfile> profile;  // the node type's hardware profile (profile=), when trusted
   job::Mode mode = job::Mode::Off;           // as decided with the policy
   std::vector<policies::PolicyChange> mode_changes;
   bool policy_env_only = false;              // paratune is off but the policy's env rules still apply

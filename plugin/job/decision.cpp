@@ -91,6 +91,22 @@ policies::ModeDecision decide_job_mode(const OptionSpec* spec, const PluginConfi
   return policies::decide_mode(policy, r);
 }
 
+namespace {
+
+// A hardware profile measured on nodes of this node's fingerprint replaces the catalog's rates it measured; one
+// for another GPU or node type is left out, and the notes say so (the tuning log and the plan file keep them).
+void apply_profile(const advisor::HardwareProfile& profile, Decision& d) {
+  const auto use = advisor::use_profile(profile, d.scenario, d.fingerprint);
+  if (!use.applies) {
+    d.notes.push_back(use.warning);
+    return;
+  }
+  d.scenario = advisor::with_profile(d.scenario, use);
+  d.notes.insert(d.notes.end(), use.notes.begin(), use.notes.end());
+}
+
+}  // namespace
+
 Decision decide(const DecisionInput& in) {
   Decision d;
   d.mode = in.mode;
@@ -102,6 +118,7 @@ Decision decide(const DecisionInput& in) {
   d.policy_changes = policies::apply_to_scenario(in.policy, d.scenario);
   resolve_nvlink_assumption(in.topology, in.policy.facts.nvlink_domain.has_value(), d.scenario.cluster, d.notes);
   advisor::validate(d.scenario);
+  if (in.profile) apply_profile(*in.profile, d);
   auto limits = policies::search_limits(in.policy);
   if (in.calibration) {
     limits.params = advisor::calibrated_params(*in.calibration, d.scenario);

@@ -14,6 +14,7 @@
 #include "option_spec.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
+#include "paratune/advisor/profile.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/probe/topology.h"
 #include "plugin_config.h"
@@ -30,6 +31,7 @@ struct DecisionInput {
   policies::EffectivePolicy policy;     // the site policy for the job's partition (default: none)
   Mode mode = Mode::Apply;              // as decided by policies::decide_mode
   std::optional<advisor::Calibration> calibration;  // the site's fitted efficiencies, when present
+  std::optional<advisor::HardwareProfile> profile;  // the node type's measured rates (plugstack profile=), when present
   std::optional<FabricPlacement> fabric;  // the job's nodes under Slurm's leaf switches, when Slurm knows them
 };
 

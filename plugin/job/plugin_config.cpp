@@ -4,7 +4,7 @@ namespace paratune::job {
 
 namespace {
 
-constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, metrics_file, job_dir, default_mode, default_model, on_by_default, admin_comment, probe_timeout_ms, decide_timeout_ms, jobs_days, plan_group_read";
+constexpr const char* kValidKeys = "topology, policy, log_dir, cache, calibration, profile, metrics_file, job_dir, default_mode, default_model, on_by_default, admin_comment, probe_timeout_ms, decide_timeout_ms, jobs_days, plan_group_read";
 
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "1" || v == "yes" || v == "true" || v == "y") return true;
@@ -89,6 +89,8 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std
       c.log_dir = absolute_path(key, value);
     } else if (key == "calibration") {
       c.calibration = absolute_path(key, value);
+    } else if (key == "profile") {
+      c.profile = absolute_path(key, expand_host_pattern(arg, value, short_host));
     } else if (key == "metrics_file") {
       c.metrics_file = absolute_path(key, value);
       // node_exporter's textfile collector reads only *.prom files: anything else would never be seen.

@@ -20,6 +20,7 @@ struct PluginConfig {
   std::string log_dir = "/var/log/paratune";     // log_dir=DIR: tuning log and per-job logs (root-owned)
   std::string cache = "/run/paratune/topology.json";  // cache=FILE: the node's probe cache (root-owned)
   std::string calibration = "/etc/paratune/calibration.toml";  // calibration=FILE: `paratune calibrate` output
+  std::string profile;                           // profile=FILE: `paratune measure` output ("" = none; %h expands)
   std::string metrics_file;                      // metrics_file=FILE.prom: node_exporter textfile ("" = none)
   std::string job_dir;                           // job_dir=DIR: where plan files go ("" = the submit dir)
   Mode default_mode = Mode::Apply;               // default_mode=apply|suggest

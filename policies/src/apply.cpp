@@ -85,6 +85,7 @@ void overlay(EffectivePolicy& p, const PolicyLayer& L) {
   take_opt(L.facts.nvls, f.nvls, o, "facts.nvls", s);
   take_opt(L.facts.leaf_oversubscription, f.leaf_oversubscription, o, "facts.leaf_oversubscription", s);
   take_opt(L.facts.kernels, f.kernels, o, "facts.kernels", s);
+  take_opt(L.facts.profile, f.profile, o, "facts.profile", s);
 
   EnvRules& e = p.env;
   for (const auto& [name, value] : L.force) {
@@ -465,6 +466,7 @@ std::string summary(const EffectivePolicy& p) {
   if (f.nvls) facts.push_back(std::string("nvls ") + (*f.nvls ? "true" : "false"));
   if (f.leaf_oversubscription) facts.push_back("leaf_oversubscription " + fmt_number(*f.leaf_oversubscription));
   if (f.kernels) facts.push_back("kernels installed [" + list_enums(*f.kernels) + "]");
+  if (f.profile) facts.push_back("profile " + *f.profile);
   line("facts: " + (facts.empty() ? std::string("none (the probe decides)") : join(facts)));
   const EnvRules& e = p.env;
   std::vector<std::string> env;

@@ -55,7 +55,7 @@ constexpr const char* kLimitKeys =
     "max_tp, max_pp, max_cp, max_ep, dispatchers, zero_stages, recompute, frameworks, min_micro_batch, "
     "max_micro_batch, memory_headroom_gib";
 constexpr const char* kFactKeys =
-    "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels";
+    "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels, profile";
 constexpr const char* kDispatchers = "alltoall, allgather, flex";
 constexpr const char* kKernels = "deepep, hybridep, te, flash3";
 constexpr const char* kLogKeys = "tuning_log, mode, group";
@@ -699,6 +699,15 @@ class Parser {
         if (auto s = get_string(v, p, "an absolute path")) {
           if (valid_abs_path(*s)) {
             f.nccl_topo_file = *s;
+            set = true;
+          } else {
+            error(v, p, "got " + quote(*s), "an absolute path without '..' (on the compute nodes)");
+          }
+        }
+      } else if (key == "profile") {
+        if (auto s = get_string(v, p, "an absolute path")) {
+          if (valid_abs_path(*s)) {
+            f.profile = *s;
             set = true;
           } else {
             error(v, p, "got " + quote(*s), "an absolute path without '..' (on the compute nodes)");

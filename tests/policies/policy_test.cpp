@@ -149,6 +149,7 @@ nvlink_domain = 4
 fabric = "roce"
 nccl_topo_file = "/opt/topo.xml"
 nvls = false
+profile = "/etc/paratune/profiles/h100.toml"
 [defaults.log]
 tuning_log = "/var/log/site/tuning.jsonl"
 mode = 0o600
@@ -179,6 +180,7 @@ group = "adm"
   EXPECT_EQ(*p.facts.fabric, advisor::Fabric::RoCE);
   EXPECT_EQ(*p.facts.nccl_topo_file, "/opt/topo.xml");
   EXPECT_FALSE(*p.facts.nvls);
+  EXPECT_EQ(*p.facts.profile, "/etc/paratune/profiles/h100.toml");
   EXPECT_EQ(*p.log.tuning_log, "/var/log/site/tuning.jsonl");
   EXPECT_EQ(p.log.file_mode, 0600u);
   EXPECT_EQ(*p.log.group, "adm");
@@ -234,7 +236,7 @@ const BadCase kBadCases[] = {
      "p.toml:2:1: defaults.env.forced: unknown key; valid: force, default, forbid, allow_override, applies_to"},
     {"UnknownFactKey", "[partition.a.facts]\nnic_speed = 100\n",
      "p.toml:2:1: partition.a.facts.nic_speed: unknown key; valid: gpu, nic_gbps, nic_count, nvlink_domain, "
-     "fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels"},
+     "fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels, profile"},
     {"UnknownLogKey", "[defaults.log]\npath = \"/x\"\n",
      "p.toml:2:1: defaults.log.path: unknown key; valid: tuning_log, mode, group"},
     {"BadMode", "[defaults]\nmode = \"sugest\"\n",
@@ -308,6 +310,9 @@ const BadCase kBadCases[] = {
     {"UnknownGpu", "[defaults.facts]\nfabric = \"myrinet\"\n",
      "p.toml:2:10: defaults.facts.fabric: got \"myrinet\"; valid: infiniband, roce, efa, slingshot, omnipath, "
      "ethernet"},
+    {"RelativeProfile", "[partition.h100.facts]\nprofile = \"h100.toml\"\n",
+     "p.toml:2:11: partition.h100.facts.profile: got \"h100.toml\"; valid: an absolute path without '..' (on the "
+     "compute nodes)"},
     {"RelativeTopoFile", "[defaults.facts]\nnccl_topo_file = \"topo.xml\"\n",
      "p.toml:2:18: defaults.facts.nccl_topo_file: got \"topo.xml\"; valid: an absolute path without '..' (on the "
      "compute nodes)"},
@@ -708,4 +713,22 @@ TEST(BrokenPolicy, OnErrorStillReadable) {
 }
 
 }  // namespace
+
+// [facts] profile: the partition's hardware profile replaces the defaults' (the plugin reads it instead of its
+// profile=); a partition without one keeps the defaults'.
+TEST(PolicyFacts, ProfilePerPartition) {
+  const PolicyFile f = parse_policy(R"(
+[defaults.facts]
+profile = "/etc/paratune/profiles/default.toml"
+[partition.h100.facts]
+profile = "/etc/paratune/profiles/h100.toml"
+[partition.cpu]
+enabled = false
+)",
+                                    "p.toml");
+  EXPECT_EQ(*resolve(f, "h100").facts.profile, "/etc/paratune/profiles/h100.toml");
+  EXPECT_EQ(*resolve(f, "a100").facts.profile, "/etc/paratune/profiles/default.toml");
+  EXPECT_FALSE(resolve(parse_policy("[defaults]\nenabled = true\n", "p.toml"), "h100").facts.profile);
+}
+
 }  // namespace paratune::policies

@@ -36,13 +36,18 @@ Scenario scenario() {
 
 double bare_memory(const Scenario& s, const Layout& l) { return Evaluator(s, s.training.framework, shipped_params()).memory_gib(l); }
 
-// The plugin's line for a job that ran `l` (with its predicted memory) and died of OOM, or ran with `peak`.
+// NCCL's own out-of-memory line (tests/fixtures/logs/oom.log line 6, NVIDIA/nccl#1235): no figures in it.
+constexpr const char* kNcclOom = "ng30903:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'";
+
+// The plugin's line for a job that ran `l` (with its predicted memory) and died of OOM -- the step failed and the
+// record carries the framework's message, as `paratune run` and the plugin write them --, or ran with `peak`.
 LogEntry logged(const Scenario& s, const Layout& l, std::optional<double> peak, bool oom) {
   json j = json::parse(paratune::tuning::testing::log_line("42", 1000, "gpu", {"n1"}, s, l, 1.0, 1.1));
   j["predicted"]["memory_gib_per_gpu"] = bare_memory(s, l);
   if (oom) {
     j.erase("achieved");
-    j["oom"] = {{"kind", "cuda"}, {"predicted_memory_gib", bare_memory(s, l)}};
+    j["oom"] = {{"kind", "nccl"}, {"predicted_memory_gib", bare_memory(s, l)}, {"message", kNcclOom}};
+    j["state"] = "failed (exit 1)";
   }
   if (peak) j["achieved"]["peak_memory_gib"] = *peak;
   return merge_logs({{"t", j.dump() + "\n"}}).entries.at(0);

@@ -233,21 +233,28 @@ TEST(StackCalibration, GpuSpecOverridesAreTheJobsBaseline) {
 TEST(StackCalibration, ReadsTokensPerSecondAndIsoTimesAndCountsSkippedLines) {
   const Job j = job("llama3-8b", Framework::Megatron, 128);
   const double tokens = 128.0 * j.s.model.seq_len;
-  nlohmann::json base = nlohmann::json::parse(log_line("1", 0, "h100", {"n1"}, j.s, j.l, j.predicted, 2.0));
+  // Step times the GPUs can run: the prediction and twice it (t1, t2); one a sixth of it, which is not (above peak).
+  const double t1 = j.predicted, t2 = 2 * j.predicted;
+  nlohmann::json base = nlohmann::json::parse(log_line("1", 0, "h100", {"n1"}, j.s, j.l, j.predicted, t1));
   base.erase("ratio");
   base.erase("suspect");
   std::string log;
   auto add = [&](nlohmann::json line) { log += line.dump() + "\n"; };
-  {  // tokens/s with tokens per step: 2.0 s per step
+  {  // tokens/s with tokens per step: t1 s per step
     nlohmann::json l = base;
     l["time"] = "2025-01-01T02:00:00+02:00";
-    l["achieved"] = {{"tokens_per_s", tokens / 2.0}, {"tokens_per_step", tokens}};
+    l["achieved"] = {{"tokens_per_s", tokens / t1}, {"tokens_per_step", tokens}};
     add(l);
   }
-  {  // tokens/s alone: tokens per step from the scenario (global batch x sequence length): 4.0 s
+  {  // tokens/s alone: tokens per step from the scenario (global batch x sequence length): t2 s
     nlohmann::json l = base;
     l["time"] = "2025-01-01T00:00:30.25Z";
-    l["achieved"] = {{"tokens_per_s", tokens / 4.0}};
+    l["achieved"] = {{"tokens_per_s", tokens / t2}};
+    add(l);
+  }
+  {  // six times faster than predicted: more FLOP/s than eight H100s have
+    nlohmann::json l = base;
+    l["achieved"] = {{"median_step_time_s", j.predicted / 6}};
     add(l);
   }
   {  // no achieved figures
@@ -263,17 +270,18 @@ TEST(StackCalibration, ReadsTokensPerSecondAndIsoTimesAndCountsSkippedLines) {
   }
   log += "not json\n";
   const TuningLog parsed = read_tuning_log(log);
-  ASSERT_EQ(parsed.entries.size(), 5u);
+  ASSERT_EQ(parsed.entries.size(), 6u);
   EXPECT_EQ(parsed.entries[0].time, 1735689600LL);       // 02:00 at +02:00 is midnight UTC
   EXPECT_EQ(parsed.entries[1].time, 1735689600LL + 30);  // the fraction is dropped
   ASSERT_TRUE(parsed.entries[0].achieved_step_s && parsed.entries[1].achieved_step_s);
-  EXPECT_NEAR(*parsed.entries[0].achieved_step_s, 2.0, 1e-12);
-  EXPECT_NEAR(*parsed.entries[1].achieved_step_s, 4.0, 1e-12);
+  EXPECT_NEAR(*parsed.entries[0].achieved_step_s, t1, 1e-9 * t1);
+  EXPECT_NEAR(*parsed.entries[1].achieved_step_s, t2, 1e-9 * t2);
 
   SkipTally skipped;
   const auto samples = usable_samples(parsed.entries, {}, &skipped);
   EXPECT_EQ(samples.size(), 2u);
-  EXPECT_EQ(skipped_summary(skipped), "skipped 2: no achieved figures; 1: unknown GPU");
+  EXPECT_EQ(skipped_summary(skipped), "skipped 2: no achieved figures; 1: outside the physical range; 1: unknown GPU");
   skipped["unreadable line"] = parsed.lines - parsed.entries.size();  // what `paratune calibrate` adds
-  EXPECT_EQ(skipped_summary(skipped), "skipped 2: no achieved figures; 1: unknown GPU; 1: unreadable line");
+  EXPECT_EQ(skipped_summary(skipped),
+            "skipped 2: no achieved figures; 1: outside the physical range; 1: unknown GPU; 1: unreadable line");
 }

@@ -215,3 +215,30 @@ TEST(DecisionWithCalibration, TheSitesFittedEfficiencyChangesThePrediction) {
   EXPECT_EQ(other["calibrated"], false);
   EXPECT_TRUE(other["calibration_entries"].empty());
 }
+
+// plugstack profile=: a hardware profile measured on nodes of this node's fingerprint replaces the catalog's rates
+// it measured (here a network per node a tenth of the NICs': the prediction of the same layout is slower and the
+// notes name the profile); one measured on another node type is ignored, and the notes say why.
+TEST(DecisionWithProfile, AppliesOnlyOnTheNodeTypeItWasMeasuredOn) {
+  auto in = input("llama3-8b,gbs=256,tp=1,pp=1");
+  const auto shipped = decide(in);
+  advisor::HardwareProfile p;
+  p.fingerprint = shipped.fingerprint;
+  p.gpu = "a100-sxm4-80gb";
+  p.rates.inter_busbw_gbps = 2.5;  // 20 Gb/s per node where the fixture's NICs give far more
+  in.profile = advisor::parse_profile(advisor::to_toml(p), "profile.toml");  // through the file, as the plugin
+  const auto measured = decide(in);
+  EXPECT_GT(measured.plan.prediction.step_time_s, shipped.plan.prediction.step_time_s);
+  EXPECT_GT(measured.plan.prediction.breakdown.dp_comm_exposed, shipped.plan.prediction.breakdown.dp_comm_exposed);
+  bool named = false;
+  for (const auto& n : measured.notes) named |= n.find("from the hardware profile (fingerprint " + p.fingerprint) == 0;
+  EXPECT_TRUE(named);
+
+  p.fingerprint = "0000000000000000";  // measured on another node type
+  in.profile = p;
+  const auto other = decide(in);
+  EXPECT_DOUBLE_EQ(other.plan.prediction.step_time_s, shipped.plan.prediction.step_time_s);
+  bool ignored = false;
+  for (const auto& n : other.notes) ignored |= n.find("hardware profile ignored") == 0;
+  EXPECT_TRUE(ignored);
+}

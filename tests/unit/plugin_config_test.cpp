@@ -29,6 +29,13 @@ TEST(PluginConfig, AllKeys) {
   EXPECT_FALSE(parse_plugin_config({"admin_comment=no"}).admin_comment);
 }
 
+TEST(PluginConfig, HardwareProfilePerNode) {
+  EXPECT_EQ(parse_plugin_config({}).profile, "");  // none unless the site names one
+  EXPECT_EQ(parse_plugin_config({"profile=/etc/paratune/profiles/%h.toml"}, "gpu001").profile,
+            "/etc/paratune/profiles/gpu001.toml");
+  EXPECT_THROW(parse_plugin_config({"profile=profiles/h100.toml"}), ConfigError);  // relative: refused
+}
+
 TEST(PluginConfig, ProbeTimeout) {
   EXPECT_EQ(parse_plugin_config({}).probe_timeout_ms, 10000);
   EXPECT_EQ(parse_plugin_config({"probe_timeout_ms=2500"}).probe_timeout_ms, 2500);

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "paratune/advisor/model.h"
+#include "paratune/advisor/profile.h"
 #include "paratune/advisor/resolved.h"
 
 namespace paratune::advisor {
@@ -109,6 +110,7 @@ Resolved resolve(const Scenario& s, Framework f, const ModelParams& p) {
   R.nvl_gbps = g.nvlink_gbps * p.nvlink_eff;
   R.pcie_gbps = std::max(1.0, g.pcie_gbps * p.pcie_eff);
   R.node_net_gbps = node_network_gbps(s.cluster, p);
+  if (s.cluster.measured) apply_measured(*s.cluster.measured, p, R);  // a hardware profile's rates (profile.h)
   R.stack = stack_profile(s, f, g, p);
   R.m = model_dims(s.model);
   R.moe = moe_dims(s, f);  // MoE / MLA / head_dim / MTP: the generalised layer (moe_dims.cpp); off for dense models

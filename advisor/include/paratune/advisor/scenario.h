@@ -141,6 +141,15 @@ struct NicFacts {
   bool name_reported = true;  // false: a placeholder the probe made up (probe::Nic::name_reported), never emitted
 };
 
+// Achieved rates measured on the site's nodes (`paratune measure`, advisor/profile.h); each one that is set (> 0)
+// replaces, for its term, the catalog figure times the model's fitted efficiency. 0 = the catalog's.
+struct MeasuredRates {
+  double bf16_gemm_tflops = 0, fp16_gemm_tflops = 0;  // large 16-bit GEMMs, per GPU
+  double hbm_gbps = 0;             // streaming copy, bytes read + written per second, per GPU
+  double intra_busbw_gbps = 0;     // ring bus bandwidth among a node's GPUs (all-gather / reduce-scatter)
+  double inter_busbw_gbps = 0;     // all-reduce bus bandwidth across nodes with every GPU of each node: per node
+};
+
 struct ClusterSpec {
   std::string gpu;                 // catalog key
   // Overrides of the catalog (cluster.gpu_spec); 0 = take the catalog value.
@@ -175,6 +184,7 @@ struct ClusterSpec {
   // stated: nothing is assumed missing, and a plan that needs one says so in its notes.
   std::optional<std::vector<Kernel>> kernels;
   bool lacks(Kernel k) const;  // the site says k is not installed
+  std::optional<MeasuredRates> measured;  // a hardware profile's rates (advisor/profile.h); unset = the catalog's
 };
 
 // In `predict`, a fully given layout; in `advise`, constraints (unset = free).

@@ -1,0 +1,42 @@
+#include "profile_input.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "paratune/probe/probe.h"
+
+namespace paratune::cli {
+
+std::string scenario_fingerprint(const advisor::Scenario& s) {
+  if (s.cluster.topology_file.empty()) return "";
+  probe::ProbeOptions po;
+  po.topology_file = s.cluster.topology_file;
+  po.use_ibverbs = false;
+  po.use_nvml = false;
+  try {
+    return probe::probe(po).fingerprint;
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(s.cluster.topology_file + ":0:0: topology: " + e.what());
+  }
+}
+
+advisor::Scenario apply_profile(const std::string& path, const advisor::Scenario& s, std::vector<std::string>& notes,
+                                const char* command) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ":0:0: profile: cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  const advisor::HardwareProfile p = advisor::parse_profile(text.str(), path);
+  const advisor::ProfileUse use = advisor::use_profile(p, s, scenario_fingerprint(s));
+  if (!use.applies) {
+    std::fprintf(stderr, "%s: warning: %s (%s)\n", command, use.warning.c_str(), path.c_str());
+    notes.push_back(use.warning);
+    return s;
+  }
+  notes.insert(notes.end(), use.notes.begin(), use.notes.end());
+  return advisor::with_profile(s, use);
+}
+
+}  // namespace paratune::cli
