@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command.h"
+#include "iso_time.h"
 #include "options.h"
 #include "log_input.h"
 #include "paratune/advisor/calibration_file.h"
@@ -56,15 +57,6 @@ struct CalibrateArgs {
 std::string pct(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f %%", 100 * v);
-  return b;
-}
-
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return b;
 }
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "iso_time.h"
 #include "paratune/tuning/tuning_log.h"
 
 namespace paratune::cli::measure {
@@ -43,15 +44,6 @@ const json& array(const json& j, const char* key) {
   static const json empty = json::array();
   const auto it = j.find(key);
   return it != j.end() && it->is_array() ? *it : empty;
-}
-
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
 }
 
 void read_points(const json& raw, advisor::HardwareProfile& p) {

@@ -9,10 +9,14 @@
 
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/toml_guard.h"
+#include "toml_write.h"
 
 namespace paratune::advisor {
 
 namespace {
+
+using toml_write::num;
+using toml_write::quoted;
 
 constexpr double kScaleMin = 0.05, kScaleMax = 5.0;  // a multiplier outside this is a broken file, not a site
 
@@ -41,24 +45,6 @@ double number(const std::string& origin, const toml::node& n, const std::string&
 std::string text(const std::string& origin, const toml::node& n, const std::string& field) {
   if (!n.is_string()) fail(origin, n, field, "must be a string");
   return n.as_string()->get();
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;  // no control characters in our own output
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string num(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  std::string s = b;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep TOML floats floats
-  return s;
 }
 
 // [[memory]]: gpu, framework, headroom_gib, oom_jobs, near_limit_jobs.

@@ -7,10 +7,14 @@
 
 #include "paratune/advisor/profile.h"
 #include "paratune/advisor/toml_guard.h"
+#include "toml_write.h"
 
 namespace paratune::advisor {
 
 namespace {
+
+using toml_write::num;
+using toml_write::quoted;
 
 struct Reader {
   const std::string& origin;
@@ -116,24 +120,6 @@ void read_key(const Reader& r, const std::string& key, const toml::node& v, Hard
   else if (key == "gemm" || key == "attention" || key == "copy" || key == "collective") read_points(r, key, v, p);
   else r.fail(v, key, "unknown key; valid: version, fingerprint, gpu, device, generated, hosts, nodes, ranks_per_node, "
                       "duration_s, [software], [env], [fit], [[gemm]], [[attention]], [[copy]], [[collective]]");
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string num(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  std::string s = b;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
 }
 
 void write_table(std::string& out, const char* name, const std::map<std::string, std::string>& kv) {
