@@ -24,6 +24,9 @@ check "optional: srun says the plugin is refused" grep -q "Incompatible plugin v
 check "optional: slurmstepd refused it too (slurmd log)" grep -q "spank: $SPANK_FACTS_OTHER_SERIES_SO: Incompatible plugin version" "$PARATUNE_TEST_DIR/log/slurmd.log"
 check "optional: the refused plugin never ran (it records nothing)" test -z "$(ls -A "$facts_dir")"
 
+# The step's job epilog (paratune's, run by slurmd after the job) reads plugstack.conf too: let it finish with the
+# `optional` line before the `required` one makes every plugstack read fail — a failed epilog drains the node.
+"$(dirname "$0")/local_slurm.sh" wait-idle "$PARATUNE_TEST_DIR" >/dev/null
 plugstack "${BASE_ARGS[@]}"
 echo "required $SPANK_FACTS_OTHER_SERIES_SO $facts_dir" >> "$conf"
 set +e
