@@ -299,6 +299,21 @@ def cpu_name():
     return platform.processor() or "cpu"
 
 
+def init_process_group(dist, backend, rank, world, budget):
+    import datetime
+    timeout = datetime.timedelta(seconds=max(60, int(budget)))
+    try:
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world, timeout=timeout)
+    except RuntimeError as e:
+        # A PyTorch built without libuv (Debian 13's 2.6) still asks for it by default ("use_libuv was requested
+        # but PyTorch was build without libuv support"); the env:// store takes USE_LIBUV=0. Every rank runs the
+        # same PyTorch, so every rank retries the same way.
+        if "libuv" not in str(e):
+            raise
+        os.environ["USE_LIBUV"] = "0"
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world, timeout=timeout)
+
+
 def setup(args):
     try:
         import torch
@@ -315,9 +330,7 @@ def setup(args):
     device = torch.device("cuda", torch.cuda.current_device()) if use_cuda else torch.device("cpu")
     backend = "nccl" if use_cuda else "gloo"
     if world > 1:
-        import datetime
-        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=max(60, int(args.budget))))
+        init_process_group(dist, backend, rank, world, args.budget)
     ctx = {"torch": torch, "dist": dist, "device": device, "rank": rank, "world": world, "backend": backend,
            "clock": Clock(args.budget), "skipped": []}
     host = socket.gethostname()
