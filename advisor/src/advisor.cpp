@@ -13,6 +13,7 @@
 #include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_versions.h"
 #include "paratune/advisor/model.h"
+#include "divisors.h"
 #include "obstacle.h"
 
 namespace paratune::advisor {
@@ -247,17 +248,6 @@ bool better(const Ranked& a, const Ranked& b) {
   return simplicity_key(a.l) < simplicity_key(b.l);
 }
 
-// Divisors in increasing order, in O(sqrt n): a global batch of 2^30 must not mean a billion iterations.
-std::vector<int> divisors(int n) {
-  std::vector<int> low, high;
-  for (int i = 1; i <= n / i; ++i) {
-    if (n % i) continue;
-    low.push_back(i);
-    if (i != n / i) high.push_back(n / i);
-  }
-  low.insert(low.end(), high.rbegin(), high.rend());
-  return low;
-}
 template <class T>
 bool allowed(const std::vector<T>& v, T x) {
   return v.empty() || std::find(v.begin(), v.end(), x) != v.end();

@@ -6,18 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "divisors.h"
 #include "paratune/advisor/advisor.h"
 
 namespace paratune::advisor {
 
 namespace {
-
-std::vector<int> divisors_of(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
-}
 
 std::string degrees(const Layout& l) {
   return "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) + " cp=" + std::to_string(l.cp) +
@@ -54,11 +48,11 @@ std::string no_valid_layout_reason(const Scenario& s, Framework f) {
   const ParallelSpec& c = s.parallel;
   const int n = s.total_gpus();
   std::string first_reason;
-  for (int tp : divisors_of(n)) {
+  for (int tp : divisors(n)) {
     if (c.tp && *c.tp != tp) continue;
-    for (int pp : divisors_of(n / tp)) {
+    for (int pp : divisors(n / tp)) {
       if (c.pp && *c.pp != pp) continue;
-      for (int cp : divisors_of(n / tp / pp)) {
+      for (int cp : divisors(n / tp / pp)) {
         if ((c.cp && *c.cp != cp) || (c.dp && *c.dp != n / tp / pp / cp)) continue;
         Scenario t = s;
         t.training.framework = f;
