@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "advisor_cli.h"
+#include "paratune/advisor/breakdown_terms.h"
 #include "command.h"
 #include "job/plan_json.h"
 
@@ -21,16 +22,7 @@ using namespace paratune::advisor;
 using advisor_cli::layout_json;
 using advisor_cli::layout_text;
 
-struct Term {
-  const char* name;
-  double Breakdown::*field;
-};
-constexpr Term kTerms[] = {{"compute", &Breakdown::compute},         {"recompute", &Breakdown::recompute},
-                           {"tp_comm", &Breakdown::tp_comm},         {"cp_comm", &Breakdown::cp_comm},
-                           {"pp_bubble", &Breakdown::pp_bubble},     {"pp_comm", &Breakdown::pp_comm},
-                           {"dp_comm_exposed", &Breakdown::dp_comm_exposed}, {"optimizer", &Breakdown::optimizer},
-                           {"other", &Breakdown::other},     {"ep_comm", &Breakdown::ep_comm},
-                           {"moe_imbalance", &Breakdown::moe_imbalance}};
+constexpr const auto& kTerms = kBreakdownTerms;
 
 std::string fmt(const char* f, double v) {
   char b[64];

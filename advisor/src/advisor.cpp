@@ -1,5 +1,6 @@
 // predict() and advise(): the exhaustive, memory-pruned search over valid layouts.
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/breakdown_terms.h"
 #include "paratune/advisor/framework_checkpoint.h"
 #include "paratune/advisor/framework_kernels.h"
 
@@ -558,21 +559,16 @@ size_t tie_break_winner(const std::vector<Ranked>& best) {
 std::string runner_up_note(const Prediction& winner, const Prediction& runner_up) {
   const Breakdown& w = winner.breakdown;
   const Breakdown& o = runner_up.breakdown;
-  const char* names[] = {"compute", "recompute", "tp_comm", "cp_comm", "pp_bubble", "pp_comm", "dp_comm_exposed",
-                         "optimizer", "other", "ep_comm", "moe_imbalance"};
-  const double dw[] = {w.compute, w.recompute, w.tp_comm, w.cp_comm, w.pp_bubble, w.pp_comm, w.dp_comm_exposed,
-                       w.optimizer, w.other, w.ep_comm, w.moe_imbalance};
-  const double dox[] = {o.compute, o.recompute, o.tp_comm, o.cp_comm, o.pp_bubble, o.pp_comm, o.dp_comm_exposed,
-                        o.optimizer, o.other, o.ep_comm, o.moe_imbalance};
   // The tie-break may put a faster layout second (within 1 %, the simpler one wins): say so, never "-0.4 % slower".
   if (runner_up.step_time_s < winner.step_time_s)
     return "runner-up is " + fmt("%.1f", 100 * (1 - runner_up.step_time_s / winner.step_time_s)) +
            " % faster by the model, within the 1 % tie-break margin: the simpler layout was chosen";
-  int k = 0;
-  for (int i = 1; i < 11; ++i)
-    if (dox[i] - dw[i] > dox[k] - dw[k]) k = i;
+  const auto gap = [&](const BreakdownTerm& t) { return o.*t.field - w.*t.field; };
+  const BreakdownTerm* k = &kBreakdownTerms[0];
+  for (const auto& t : kBreakdownTerms)
+    if (gap(t) > gap(*k)) k = &t;
   return "runner-up is " + fmt("%.1f", 100 * (runner_up.step_time_s / winner.step_time_s - 1)) + " % slower, mostly " +
-         names[k] + " (+" + fmt("%.3f", dox[k] - dw[k]) + " s)";
+         k->name + " (+" + fmt("%.3f", gap(*k)) + " s)";
 }
 
 // The stage layout the search balanced, and the split it replaced.

@@ -11,6 +11,7 @@
 #include "accuracy_sections.h"
 #include "accuracy_stats.h"
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/breakdown_terms.h"
 
 namespace paratune::accuracy {
 
@@ -63,17 +64,9 @@ std::string short_layout(const Layout& l) {
 
 // Where the advised plan's predicted gain comes from: the terms the recipe pays more for, largest first.
 std::string gain_terms(const advisor::Breakdown& recipe, const advisor::Breakdown& advised, double recipe_s) {
-  const char* names[] = {"compute", "recompute", "tp_comm", "cp_comm", "pp_bubble", "pp_comm", "dp_comm_exposed",
-                         "optimizer", "other", "ep_comm", "moe_imbalance"};
-  const double r[] = {recipe.compute, recipe.recompute, recipe.tp_comm, recipe.cp_comm, recipe.pp_bubble,
-                      recipe.pp_comm, recipe.dp_comm_exposed, recipe.optimizer, recipe.other, recipe.ep_comm,
-                      recipe.moe_imbalance};
-  const double a[] = {advised.compute, advised.recompute, advised.tp_comm, advised.cp_comm, advised.pp_bubble,
-                      advised.pp_comm, advised.dp_comm_exposed, advised.optimizer, advised.other, advised.ep_comm,
-                      advised.moe_imbalance};
   std::vector<std::pair<double, std::string>> d;
-  for (size_t i = 0; i < std::size(names); ++i)
-    if (r[i] - a[i] > 0.01 * recipe_s) d.push_back({r[i] - a[i], names[i]});
+  for (const auto& t : advisor::kBreakdownTerms)
+    if (recipe.*t.field - advised.*t.field > 0.01 * recipe_s) d.push_back({recipe.*t.field - advised.*t.field, t.name});
   std::sort(d.rbegin(), d.rend());
   std::string out;
   for (size_t i = 0; i < d.size() && i < 3; ++i)
