@@ -17,6 +17,7 @@
 #include "advisor_cli.h"
 #include "command.h"
 #include "explain.h"
+#include "job_dry_run.h"
 #include "partition_names.h"
 #include "options.h"
 #include "paratune/advisor/advisor.h"
@@ -206,6 +207,8 @@ struct AdviseArgs {
   std::vector<std::string> framework_args;
   bool as_json = false, strict = false;
   SearchLimits limits;
+  JobDryRunArgs job;  // --paratune SPEC: the job's plan, made as the plugin makes it (job_dry_run.h)
+  bool job_mode = false;
 };
 
 int run_command(const AdviseArgs& a, bool explaining) {
@@ -364,6 +367,69 @@ int run_command(const AdviseArgs& a, bool explaining) {
   return kOk;
 }
 
+// Which of the two forms was asked for: --scenario FILE (the model's view) or --paratune SPEC (the job's plan).
+int run_chosen(AdviseArgs& a, bool explaining) {
+  const char* command = explaining ? "explain" : "advise";
+  if (a.job_mode) {
+    a.job.topology = a.topology;
+    a.job.policy_file = a.policy_file;
+    a.job.partition = a.partition;
+    a.job.calibration = a.calibration;
+    a.job.profile = a.profile;
+    a.job.as_json = a.as_json;
+    return run_job_dry_run(a.job);
+  }
+  if (a.scenario.empty()) {
+    std::fprintf(stderr, "paratune %s: give --scenario FILE%s\n", command,
+                 explaining ? "" : ", or --paratune SPEC for the plan a job with --paratune=SPEC would get");
+    return kBadInput;
+  }
+  if (!a.partition.empty() && a.policy_file.empty()) {
+    std::fprintf(stderr, "paratune %s: --partition requires --policy\n", command);
+    return kBadInput;
+  }
+  return run_command(a, explaining);
+}
+
+// The options of the --paratune form (advise only): the facts Slurm gives the plugin in a job.
+void add_job_options(CLI::App& app, AdviseArgs& a, CLI::Option* scenario) {
+  auto* spec = app.add_option("--paratune", a.job.spec,
+                              "the plan a job submitted with --paratune=SPEC would get: the plugin's own decision\n"
+                              "from the facts below instead of Slurm's (\"\" = bare --paratune)")
+                   ->type_name("SPEC")
+                   ->excludes(scenario)
+                   ->each([&a](const std::string&) { a.job_mode = true; });
+  app.add_flag("--probe", a.job.probe_here, "probe this machine as the plugin would (else --topology)")->needs(spec);
+  app.add_option("--plugstack", a.job.plugstack, "the plugin's plugstack.conf arguments ('key=value ...')")
+      ->type_name("ARGS")
+      ->needs(spec);
+  app.add_option("--nodes", a.job.nodes, "nodes in the job (default 1)")->type_name("N")->check(options::integer_in(1, 100000))->needs(spec);
+  app.add_option("--gpus-per-node", a.job.gpus_per_node, "GPUs the job has on each node (default: all of the topology's)")
+      ->type_name("G")
+      ->check(options::integer_in(1, 1024))
+      ->needs(spec);
+  app.add_option("--job-id", a.job.job_id, "the job id (torchrun's port and the plan directory's name; default 0)")
+      ->type_name("ID")
+      ->needs(spec);
+  app.add_option("--nodelist", a.job.nodelist, "the job's nodes, comma-separated, in Slurm's order")
+      ->type_name("HOSTS")
+      ->delimiter(',')
+      ->needs(spec);
+  app.add_option("--leaf-switches", a.job.leaf_switches,
+                 "each node's leaf switch as Slurm's topology/tree has it, NODE=SWITCH comma-separated (the\n"
+                 "placement the plugin plans for; needs --nodelist)")
+      ->type_name("PAIRS")
+      ->delimiter(',')
+      ->needs(spec);
+  app.add_option("--submit-dir", a.job.submit_dir, "the job's submit directory (@FILE and resume= are relative to it;\n"
+                                                   "default: the current directory)")
+      ->type_name("DIR")
+      ->needs(spec);
+  app.add_option("--write", a.job.write_dir, "keep the plan files in DIR/paratune-<ID>/ (default: shown, not kept)")
+      ->type_name("DIR")
+      ->needs(spec);
+}
+
 // What a scenario may name ([model] preset, [cluster] gpu, SPEC model=): README and paratune.toml(5) point here.
 std::string catalog_keys() {
   auto wrapped = [](const std::string& title, const std::vector<std::string>& keys) {
@@ -385,9 +451,9 @@ Setup setup_for(bool explaining) {
     auto a = std::make_shared<AdviseArgs>();
     describe(app, explaining ? kExplainDescription : kDescription);
     app.footer(catalog_keys() + kFooter);
-    app.add_option("-s,--scenario", a->scenario, "the scenario (TOML: [model], [training], [cluster], [parallel])")
-        ->type_name("FILE")
-        ->required();
+    auto* scenario = app.add_option("-s,--scenario", a->scenario,
+                                    "the scenario (TOML: [model], [training], [cluster], [parallel])")
+                         ->type_name("FILE");
     app.add_option("--top", a->limits.top_n, "show N alternatives (default 5)")
         ->type_name("N")
         ->check(options::integer_in(0, 1000));
@@ -407,13 +473,12 @@ Setup setup_for(bool explaining) {
     app.add_option("--topology", a->topology,
                    "take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)")
         ->type_name("FILE");
-    auto* policy = app.add_option("--policy", a->policy_file,
+    app.add_option("--policy", a->policy_file,
                                   "apply a site policy (its facts, caps and env rules) as the plugin would")
                        ->type_name("FILE");
     app.add_option("--partition", a->partition, "the partition whose [partition.P] section applies (default: "
-                                                "[defaults] only)")
-        ->type_name("P")
-        ->needs(policy);
+                                                "[defaults] only); with --paratune, the job's partition")
+        ->type_name("P");
     app.add_flag("--strict", a->strict, "a --partition the policy has no [partition.P] section for is an error\n"
                                         "(default: a warning, and [defaults] applies)");
     app.add_option("--calibration", a->calibration, "the site's fitted efficiencies (`paratune calibrate` output)")
@@ -427,7 +492,8 @@ Setup setup_for(bool explaining) {
                    "a hardware profile (`paratune measure`): its measured GEMM, HBM and bus bandwidths replace\n"
                    "the catalog's for a scenario on that GPU (and, with a topology, those nodes)")
         ->type_name("FILE");
-    return [a, explaining] { return run_command(*a, explaining); };
+    if (!explaining) add_job_options(app, *a, scenario);
+    return [a, explaining] { return run_chosen(*a, explaining); };
   };
 }
 

@@ -28,6 +28,7 @@
 #include "job/bounded_probe.h"
 #include "job/child_call.h"
 #include "job/decision.h"
+#include "job/decide_request.h"
 #include "job/decision_child.h"
 #include "job/job_files.h"
 #include "job/log_text.h"
@@ -121,11 +122,6 @@ void open_job_log(const std::string& log_dir, const std::string& job_id) {
   state().job_log_fd = std::move(fd);
 }
 
-std::string resolve_path(const std::string& path, const std::string& base) {
-  if (path.empty() || path.front() == '/' || base.empty()) return path;
-  return base + "/" + path;
-}
-
 // The site policy file, read once per step: nullopt with no error = no policy (a missing default file).
 struct PolicySource {
   std::optional<policies::PolicyFile> file;
@@ -203,15 +199,6 @@ void load_profile() {
   } catch (const std::exception& e) {
     log().error("hardware profile: {}; using the catalog's rates", e.what());
   }
-}
-
-// Where the plan directory may go, in order: the configured job_dir, the submit directory; then a fresh directory
-// under /tmp (job/decision_child.h).
-std::vector<std::string> plan_dir_bases(const std::string& submit_dir) {
-  std::vector<std::string> bases;
-  if (!state().config.job_dir.empty()) bases.push_back(state().config.job_dir);
-  if (!submit_dir.empty()) bases.push_back(submit_dir);
-  return bases;
 }
 
 // User values in the logs are capped and escaped (job/log_text.h): 16 variables of 100 kB must not become 1.6 MB
@@ -394,7 +381,7 @@ int post_opt(spank_t sp) {
   s.mode_changes = md.changes;
   s.env_rules_apply = md.env_rules_apply;
   if (md.mode == job::Mode::Off) {
-    s.policy_env_only = md.env_rules_apply;
+    s.role = md.env_rules_apply ? StepRole::PolicyOnly : StepRole::Off;
     if (s.option_given) log().info("job {} step {}: {}", s.job.job_id, s.job.step_id, md.why);
     return 0;
   }
@@ -407,14 +394,14 @@ int post_opt(spank_t sp) {
     log().info("job {} step {}: heterogeneous job ({} components): paratune plans for homogeneous allocations "
                "only; no plan, the job runs untouched (the site policy's variables still apply)", s.job.job_id,
                s.job.step_id, components);
-    s.policy_env_only = md.env_rules_apply;
+    s.role = md.env_rules_apply ? StepRole::PolicyOnly : StepRole::Off;
     return 0;
   }
   if (!s.node_list_problem.empty())
     log().warn("job {} step {}: node list not recorded: {}", s.job.job_id, s.job.step_id, s.node_list_problem);
   if (alloc.gpus_on_node == 0 && alloc.gpu_indexes.empty()) {
     log().info("job {} step {}: the job requested no GPUs on this node; no plan", s.job.job_id, s.job.step_id);
-    s.policy_env_only = md.env_rules_apply;
+    s.role = md.env_rules_apply ? StepRole::PolicyOnly : StepRole::Off;
     return 0;
   }
   if (!s.user.known) throw std::runtime_error("Slurm did not give the job's uid and gid; no plan");
@@ -435,11 +422,11 @@ int post_opt(spank_t sp) {
   // gets the site's forced and forbidden variables: exporting PARATUNE_PLAN must not be a way around them.
   auto inherited = step == kBatchStep ? std::nullopt : env.get("PARATUNE_PLAN");
   if (inherited) {
-    s.policy_env_only = true;
+    s.role = StepRole::Inheriting;
     check_inherited_plan(env, *inherited);
     return 0;
   }
-  s.deciding_step = true;
+  s.role = StepRole::Deciding;
   read_fabric_placement();
   return 0;
 }
@@ -452,49 +439,39 @@ void inject_policy_env(job::JobEnvironment& env) {
   log_outcome(job::inject(env, inj.assignments, inj.force, inj.unset));
 }
 
+// What this step knows, for the one request builder the CLI's dry run shares (job/decide_request.h).
 job::DecideRequest decide_request() {
   auto& s = state();
-  job::DecideRequest r;
-  r.input.config = s.config;
-  r.input.spec = *s.spec;
-  r.input.alloc = s.alloc;  // partition and node count from Slurm's view of the step, not its environment
-  // torchrun's rendezvous host: the first node of the list Slurm set, as libslurm's hostlist expanded it.
-  if (!s.node_names.empty()) r.input.alloc.first_node = s.node_names.front();
-  r.input.topology = *s.topology;
-  r.input.policy = s.policy;
-  r.input.mode = s.mode;
-  r.input.calibration = s.calibration;
-  r.input.profile = s.profile;
-  r.input.fabric = s.fabric;
-  // Relative paths from the submit directory; the child reads the file as the job's user.
-  if (!s.spec->scenario_file.empty()) r.scenario_path = resolve_path(s.spec->scenario_file, r.input.alloc.submit_dir);
-  r.dir_bases = plan_dir_bases(r.input.alloc.submit_dir);
-  // A resumed run keeps its checkpoints' format: resume=PLAN, or a requeued job's own previous plan (the same job
-  // id and submit directory: its plan directory already holds one; absent on a first run).
-  if (s.spec->resume_plan) {
-    r.resume_path = resolve_path(*s.spec->resume_plan, r.input.alloc.submit_dir);
-  } else if (!r.dir_bases.empty()) {
-    r.resume_path = r.dir_bases.front() + "/paratune-" + s.job.job_id + "/plan.json";
-    r.resume_optional = true;
-  }
-  r.mode_changes = s.mode_changes;
-  r.user = s.user;
-  r.job_id = s.job.job_id;
-  r.fallback_base = "/tmp";
-  r.group_readable = s.config.plan_group_read;
-  r.timeout_ms = s.config.decide_timeout_ms;
-  return r;
+  job::StepFacts f;
+  f.config = s.config;
+  f.spec = *s.spec;
+  f.alloc = s.alloc;  // partition and node count from Slurm's view of the step, not its environment
+  f.node_names = s.node_names;
+  f.topology = *s.topology;
+  f.policy = s.policy;
+  f.mode = {s.mode, s.env_rules_apply, "", s.mode_changes};
+  f.calibration = s.calibration;
+  f.profile = s.profile;
+  f.fabric = s.fabric;
+  f.user = s.user;
+  f.job_id = s.job.job_id;
+  return job::decide_request(f);
 }
 
 int user_init(spank_t sp) {
   auto& s = state();
   SpankEnvironment env(sp);
-  if (s.policy_env_only) {
-    // paratune is off for this job, but the site's forced/default/forbidden variables still apply.
-    inject_policy_env(env);
-    return 0;
+  switch (s.role) {
+    case StepRole::Off:
+      return 0;
+    case StepRole::PolicyOnly:  // paratune is off for this step; the site's forced/default/forbidden variables hold
+    case StepRole::Inheriting:  // the batch step decided: this step gets only the site's variables on top
+      inject_policy_env(env);
+      return 0;
+    case StepRole::Deciding:
+      break;
   }
-  if (!s.deciding_step || !s.topology || !s.spec) return 0;
+  if (!s.topology || !s.spec) return 0;
   // The @FILE read, its parse and the search run in a child that is the job's user, bounded in time: a hostile
   // scenario (50,000 nested tables, a 2^30 global batch) costs that child, never slurmstepd.
   job::DecidedJob d = job::decide_in_child(decide_request());

@@ -19,6 +19,13 @@
 
 namespace paratune::plugin {
 
+// What a job step does, settled once in init_post_opt (remote context) and acted on in user_init:
+//   Off         nothing: no --paratune and nothing the policy applies, or a failure before the mode was known
+//   PolicyOnly  paratune is off for the step (mode off, a heterogeneous job, no GPUs), the site's variables apply
+//   Inheriting  an srun step inside a batch job that already decided: the site's variables apply on top
+//   Deciding    this step makes the job's decision (the batch step, or a step of an allocation without one)
+enum class StepRole { Off, PolicyOnly, Inheriting, Deciding };
+
 struct PluginState {
   bool config_ok = false;                    // plugstack arguments parsed
   job::PluginConfig config;
@@ -31,9 +38,8 @@ struct PluginState {
   std::optional<advisor::HardwareProfile> profile;  // the node type's hardware profile (profile=), when trusted
   job::Mode mode = job::Mode::Off;           // as decided with the policy
   std::vector<policies::PolicyChange> mode_changes;
-  bool policy_env_only = false;              // paratune is off but the policy's env rules still apply
   std::string fail_closed;                   // on_error = "closed" and something failed: task_init fails the step
-  bool deciding_step = false;
+  StepRole role = StepRole::Off;             // what this step does, settled in init_post_opt
   std::string report_path;                   // $PARATUNE_REPORT as the job has it (the user may have set it)
   std::optional<probe::Topology> topology;
   job::JobIdentity job;

@@ -73,13 +73,22 @@ expect 0 "Usage: paratune policy check \[OPTIONS\] FILE" help policy check
 expect 2 "no command 'nope'" help nope
 
 # --- bad input: exit 2, the message names the option and what is valid ------------------------------------------
-expect 2 "^paratune advise: --scenario is required" advise
+expect 2 "^paratune advise: give --scenario FILE, or --paratune SPEC" advise
 expect 2 "^paratune advise: unknown option '--bogus'; valid: --help, --scenario, --top" advise -s "$dir/s.toml" --bogus
 expect 2 "^paratune advise: --top: expected an integer 0..1000, got 'x'" advise -s "$dir/s.toml" --top x
 expect 2 "^paratune advise: --top: expected an integer 0..1000, got '1001'" advise -s "$dir/s.toml" --top=1001
 expect 2 "^paratune explain: --framework-args: 'jax' is not a framework; valid: megatron" explain -s "$dir/s.toml" --framework-args fsdp,jax
 expect 2 "^paratune advise: --partition requires --policy" advise -s "$dir/s.toml" --partition a
 expect 2 "^paratune advise: --scenario: 1 required FILE missing" advise --scenario
+# --paratune SPEC (the job's plan): its options need it, it excludes --scenario, the SPEC's own errors name the key.
+expect 2 "^paratune advise: --scenario excludes --paratune" advise -s "$dir/s.toml" --paratune llama3-8b
+expect 2 "^paratune advise: --nodes requires --paratune" advise -s "$dir/s.toml" --nodes 2
+expect 2 "^paratune advise --paratune: .*bogus" advise --paratune llama3-8b,bogus=1 --topology builtin:nvidia-dgx2
+expect 2 "^paratune advise --paratune: --topology: give the node's topology" advise --paratune llama3-8b --plugstack "policy=$dir/none"
+expect 2 "^paratune advise --paratune: --leaf-switches: 'n1' is not NODE=SWITCH" advise --paratune llama3-8b --topology builtin:nvidia-dgx2 --nodelist n1 --leaf-switches n1
+expect 2 "^paratune advise --paratune: --nodelist names 2 nodes, --nodes says 1" advise --paratune llama3-8b --topology builtin:nvidia-dgx2 --nodelist n1,n2
+: > "$dir/empty-policy.toml"
+expect 0 "PARATUNE_TP=" advise --paratune llama3-8b,gbs=64 --topology builtin:nvidia-dgx2 --gpus-per-node 8 --plugstack "policy=$dir/none-yet calibration=$dir/none" --policy "$dir/empty-policy.toml"
 expect 2 "^paratune predict: unexpected argument 'extra'" predict -s "$dir/s.toml" extra
 expect 2 "^paratune policy: unknown sub-command 'lint'; valid: check" policy lint x
 expect 2 "^paratune policy check: FILE is required" policy check

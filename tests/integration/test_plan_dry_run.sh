@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# `paratune advise --paratune SPEC` makes the plan the job gets: for each kind of job (a dense preset, an MoE
+# preset, a scenario file with keys, a site policy with a partition section that caps and forces), a real job runs
+# with --paratune=SPEC, then the CLI is given the same facts (the plugstack arguments, the node's topology, GPUs,
+# job id, node list, partition) and its plan files must equal the job's byte for byte, its variables the job's
+# (the paths of the plan directory aside). Positive control: a different job id changes torchrun's port, and the
+# comparison sees it.
+source "$(dirname "$0")/lib.sh"
+: "${PARATUNE_CLI:?set by ctest}"
+policy=$WORK/policy.toml
+cat > "$policy" <<'TOML'
+[defaults.env]
+default = { NCCL_IB_TIMEOUT = "22" }
+[partition.gpu.limits]
+max_tp = 1
+[partition.gpu.env]
+force = { NCCL_DEBUG = "WARN" }
+TOML
+chown root:root "$policy"; chmod 0644 "$policy"
+args=("${BASE_ARGS[@]}" "policy=$policy" "calibration=$PARATUNE_TEST_DIR/etc/no-calibration.toml")
+plugstack "${args[@]}"
+# The job's whole environment as JSON (values may span lines: PARATUNE_ARGS_TEXT).
+cat > "$WORK/job.sh" <<'SH'
+#!/bin/bash
+python3 -c 'import json, os; json.dump(dict(os.environ), open("env.json", "w"))'
+SH
+printf '[model]\npreset = "llama3-8b"\nseq_len = 4096\n[training]\nglobal_batch = 128\n[parallel]\npp = 2\n' > "$WORK/scenario.toml"
+mkdir -p "$WORK/cli-submit"   # the CLI's submit directory: no earlier plan of the job there (not a requeue)
+
+# compare NAME JOB CLI_DIR: the job's plan files and variables against the CLI's.
+compare() {
+  local name=$1 job=$2 cli=$3
+  local plan; plan=$(python3 -c "import json; print(json.load(open('$WORK/env.json'))['PARATUNE_PLAN'])")
+  local job_dir; job_dir=$(dirname "$plan")
+  check "$name: the CLI wrote the same files as the job" \
+    test "$(cd "$job_dir" && ls | grep -v '^report.jsonl$' | sort)" = "$(cd "$cli" && ls | sort)"
+  for f in "$job_dir"/*; do
+    case "$(basename "$f")" in
+      report.jsonl) continue ;;
+      # The one stopwatch reading in a plan (how long the search took) cannot repeat; every other byte must.
+      plan.json) check "$name: plan.json byte for byte (search_seconds aside)" \
+                   cmp <(grep -v '"search_seconds":' "$f") <(grep -v '"search_seconds":' "$cli/plan.json")
+                 check "$name: plan.json has exactly one search_seconds line" test "$(grep -c '"search_seconds":' "$f")" = 1 ;;
+      *) check "$name: $(basename "$f") byte for byte" cmp "$f" "$cli/$(basename "$f")" ;;
+    esac
+  done
+  check "$name: the same variables with the same values" python3 - "$WORK/env.json" "$WORK/cli.json" "$job_dir" "$cli" <<'PY'
+import json, sys
+job_env, cli, job_dir, cli_dir = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4]
+cli_env = {e["name"]: e["value"].replace(cli_dir, job_dir) for e in cli["env"]}
+assert cli_env, "the CLI names no variable"
+for name, value in cli_env.items():
+    assert job_env.get(name) == value, (name, job_env.get(name), value)
+ours = {k for k in job_env if k.startswith("PARATUNE_")}
+assert ours == {k for k in cli_env if k.startswith("PARATUNE_")}, ours ^ set(cli_env)
+PY
+}
+
+# dry_run SPEC JOB NODELIST [CLI args...]: the CLI with the facts the plugin had; its JSON in cli.json.
+dry_run() {
+  local spec=$1 job=$2 nodes=$3; shift 3
+  rm -rf "$WORK/cli-$job"; mkdir -p "$WORK/cli-$job"
+  "$PARATUNE_CLI" advise --paratune "$spec" --plugstack "${args[*]}" --gpus-per-node 8 --nodes 1 --job-id "$job" \
+    --nodelist "$nodes" --submit-dir "$WORK/cli-submit" --write "$WORK/cli-$job" --json "$@" > "$WORK/cli.json"
+}
+
+i=0
+for spec in llama3-8b olmoe-1b-7b "llama3-8b,tp=2,gbs=64,recompute=full" "@$WORK/scenario.toml"; do
+  i=$((i + 1)); rm -f "$WORK/env.json"
+  job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune="$spec")
+  nodes=$(python3 -c "import json; print(json.load(open('$WORK/env.json'))['SLURM_JOB_NODELIST'])")
+  check "case $i ($spec): the job got a plan" python3 -c "import json; assert 'PARATUNE_PLAN' in json.load(open('$WORK/env.json'))"
+  check "case $i ($spec): the CLI made a plan" dry_run "$spec" "$job" "$nodes"
+  compare "case $i ($spec)" "$job" "$WORK/cli-$job/paratune-$job"
+done
+
+# The policy's partition section: TP capped to 1, NCCL_DEBUG forced, the default from [defaults].
+rm -f "$WORK/env.json"
+job=$(run_batch "$WORK/job.sh" --gpus=8 -p gpu --paratune=llama3-8b,tp=4,gbs=64)
+nodes=$(python3 -c "import json; print(json.load(open('$WORK/env.json'))['SLURM_JOB_NODELIST'])")
+check "partition gpu: the cap held in the job (PARATUNE_TP=1)" python3 -c "
+import json; e=json.load(open('$WORK/env.json')); assert e['PARATUNE_TP']=='1' and e['NCCL_DEBUG']=='WARN', e.get('PARATUNE_TP')"
+check "partition gpu: the CLI made a plan" dry_run llama3-8b,tp=4,gbs=64 "$job" "$nodes" --partition gpu
+compare "partition gpu" "$job" "$WORK/cli-$job/paratune-$job"
+check "partition gpu: the CLI's JSON says NCCL_DEBUG is forced" python3 -c "
+import json; c=json.load(open('$WORK/cli.json')); assert [e for e in c['env'] if e['name']=='NCCL_DEBUG' and e['forced']], c['env']"
+
+# Positive control: another job id (torchrun's port) and the comparison fails.
+other=$((job + 1000))
+dry_run llama3-8b,tp=4,gbs=64 "$other" "$nodes" --partition gpu
+check "control: another job id gives another torchrun.args" bash -c "! cmp -s '$WORK/cli-$other/paratune-$other/torchrun.args' \
+  \"\$(dirname \"\$(python3 -c \"import json; print(json.load(open('$WORK/env.json'))['PARATUNE_PLAN'])\")\")/torchrun.args\""
+finish
