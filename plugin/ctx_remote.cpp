@@ -37,6 +37,7 @@
 #include "job/report_reader.h"
 #include "job/safe_file.h"
 #include "job/tuning_index.h"
+#include "job/tuning_line.h"
 #include "job/tuning_record.h"
 #include "paratune/probe/probe.h"
 #include "plugin_state.h"
@@ -548,27 +549,14 @@ void add_report(nlohmann::json& line) {
   }
   auto fields = job::report_fields_as_user(s.report_path, s.user, line["predicted"], s.policy.suspect_ratio,
                                            kReportTimeoutMs);
-  if (fields.contains("suspect") && fields["suspect"].is_object())
-    fields["suspect"]["nodes"] = s.node_names.empty() ? std::vector<std::string>{s.job.hostname} : s.node_names;
-  // An out-of-memory death goes into the log with what the plan predicted: calibrate learns head-room from both.
-  if (fields.contains("oom") && fields["oom"].is_object()) {
-    const auto& plan_prediction = line["predicted"];
-    if (plan_prediction.is_object() && plan_prediction.contains("memory_gib_per_gpu"))
-      fields["oom"]["predicted_memory_gib"] = plan_prediction["memory_gib_per_gpu"];
-  }
-  for (const char* key : {"report", "achieved", "ratio", "suspect", "oom"})
-    if (fields.contains(key)) line[key] = fields[key];
+  job::add_report_fields(line, std::move(fields),
+                         s.node_names.empty() ? std::vector<std::string>{s.job.hostname} : s.node_names);
 }
 
 // What the other nodes' steps found (node_checks.h): their fingerprint checks and whether they saw the plan file.
 void add_node_checks(nlohmann::json& line) {
   try {
-    auto checks = job::collect_node_checks(job_directory().get());
-    for (const auto& m : checks["mismatch"])
-      line["notes"].push_back("node " + m.value("host", "") + " (step " + m.value("step", "") +
-                              ") has topology fingerprint " + m.value("fingerprint", "") + ", the plan was made for " +
-                              m.value("plan_fingerprint", ""));
-    line["node_checks"] = std::move(checks);
+    job::add_node_checks(line, job::collect_node_checks(job_directory().get()));
   } catch (const std::exception& e) {
     log().warn("tuning log: the other nodes' checks are not included: {}", e.what());
   }
@@ -635,23 +623,6 @@ int remote_task_exit(spank_t sp, int, char**) {
 
 namespace {
 
-// What the job's tuning-log line adds to the node's metrics (job-level events: node 0, once per job).
-void line_events(const nlohmann::json& line, job::MetricsEvents& ev) {
-  ev.decision_mode = line.value("mode", "");
-  if (line.contains("scenario") && line["scenario"].is_object() && line["scenario"].contains("training"))
-    ev.decision_framework = line["scenario"]["training"].value("framework", "");
-  if (line.contains("policy_changes") && line["policy_changes"].is_array()) ev.policy_changes = line["policy_changes"].size();
-  if (line.contains("ratio") && line["ratio"].is_number()) ev.ratio = line["ratio"].get<double>();
-  ev.suspect = line.contains("suspect");
-  if (line.contains("oom")) {
-    ev.oom_gpu = line.value("gpu_model", "");
-    ev.oom_framework = ev.decision_framework;
-  }
-  const std::string report = line.value("report", "");
-  if (report == "missing") ev.failures.push_back("report_missing");
-  else if (report.rfind("ok", 0) != 0) ev.failures.push_back("report_invalid");
-}
-
 // admin_comment=yes: the job's summary into its AdminComment (admin_comment.h), from the line just made; a failure
 // is logged and counted, the job and its line are not affected.
 void write_admin_comment(spank_t sp, const std::string& line_text, job::MetricsEvents& ev) {
@@ -689,7 +660,7 @@ void write_job_line(spank_t sp, job::MetricsEvents& ev) {
     if (!s.node_list_problem.empty()) line["node_list_withheld"] = s.node_list_problem;
     add_node_checks(line);
     add_report(line);
-    line_events(line, ev);
+    job::line_events(line, ev);
     text = job::tuning_line_text(std::move(line));
     write_tuning_line(text);
     log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
