@@ -7,7 +7,7 @@
 #
 # slurmctld runs it as SlurmUser (allowed to set AdminComment) with SLURM_JOB_ID set, after the job ended. It
 # needs the tuning log where the controller can read it: the shared log_dir, or the directory a log shipper
-# gathers the nodes' logs into (README "Where the tuning log lives"). Settings, from the environment or
+# gathers the nodes' logs into (docs/operations.md "Where the tuning log lives"). Settings, from the environment or
 # /etc/default/paratune-epilog (a shell fragment; slurmctld passes its epilog no environment of its own):
 #   PARATUNE_LOG         tuning log file or directory (default /var/log/paratune)
 #   PARATUNE             the paratune command (default: paratune on PATH)

@@ -1,6 +1,6 @@
 // The one place where the Slurm release series the plugin is built for makes a difference to its code.
 // paratune builds from one source tree against Slurm 22.05 (Debian 12) and 24.11 (Debian 13); Slurm refuses a
-// SPANK plugin built for another major.minor, so each series gets its own build (README, "Slurm versions").
+// SPANK plugin built for another major.minor, so each series gets its own build (docs/operations.md, "Slurm versions").
 // Everything that differs between the two series, measured with real daemons, and the test that shows each
 // difference: docs/slurm-versions.md. Most differences need no code (paratune reads none of what changed); the
 // ones the code meets are here, absorbed without #ifdef: by a type both series spell alike, and by compile-time

@@ -58,7 +58,7 @@ void add_device_selection(const ClusterSpec& c, const Add& add) {
     }
 }
 
-// What the fabric's own stack needs, each from its vendor's source (README "Cloud fabrics"). Nothing where the
+// What the fabric's own stack needs, each from its vendor's source (docs/operations.md "Cloud fabrics"). Nothing where the
 // fabric is not known: the settings of one would break another.
 void add_fabric_settings(const ClusterSpec& c, const GpuSpec& g, const Add& add) {
   if (!c.fabric_known) return;

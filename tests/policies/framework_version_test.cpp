@@ -79,7 +79,7 @@ TEST(FrameworkVersionPolicy, TableHeaderFormIsTheSame) {
 
 TEST(FrameworkVersionPolicy, UnknownVersionListsTheSupportedOnes) {
   // The valid ids are the supported-version table's, default marked: built here from the table itself would
-  // only restate the parser; these are the rows README "Framework versions" documents.
+  // only restate the parser; these are the rows docs/frameworks.md "Framework versions" documents.
   EXPECT_EQ(parse_error("[defaults]\nframework_version = { megatron = \"core_v0.13\" }\n"),
             "p.toml:2:34: defaults.framework_version.megatron: got \"core_v0.13\", not a supported megatron version; "
             "valid: \"core_v0.15\" (paratune's default), \"core_v0.14\", \"main\"");

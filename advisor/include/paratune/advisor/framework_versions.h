@@ -1,5 +1,5 @@
 // Supported framework versions: what each one accepts and which plans it cannot run. The table is the public
-// contract documented in README ("Framework versions") and paratune(1); each row names the source the contract
+// contract documented in docs/frameworks.md ("Framework versions") and paratune(1); each row names the source the contract
 // tests check it against (tests/contracts/*.json, produced by scripts/contracts/extract.py).
 #pragma once
 
