@@ -21,6 +21,7 @@
 #include "partition_names.h"
 #include "options.h"
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/breakdown_terms.h"
 #include "paratune/advisor/calibration_file.h"
 #include "profile_input.h"
 #include "paratune/advisor/catalog.h"
@@ -108,33 +109,36 @@ std::string layout_text(const Layout& l) {
   return out;
 }
 
-// A bar of `width` characters for the breakdown, scaled to `scale` seconds.
+// A bar of `width` characters for the breakdown, scaled to `scale` seconds: each term its own character.
 std::string breakdown_bar(const Breakdown& b, double scale, int width) {
-  const double v[] = {b.compute, b.recompute, b.tp_comm, b.cp_comm, b.pp_bubble, b.pp_comm, b.dp_comm_exposed,
-                      b.optimizer, b.other, b.ep_comm, b.moe_imbalance};
-  const char c[] = {'#', 'r', 't', 'c', 'b', 'p', 'd', 'o', '.', 'e', 'i'};
   std::string out;
   double acc = 0;
   int drawn = 0;
-  for (int i = 0; i < 11; ++i) {
-    acc += v[i];
+  for (const auto& t : kBreakdownTerms) {
+    acc += b.*t.field;
     const int upto = int(acc / scale * width + 0.5);
-    for (; drawn < upto && drawn < width; ++drawn) out += c[i];
+    for (; drawn < upto && drawn < width; ++drawn) out += t.bar;
   }
   return out;
 }
 
-const char* kLegend = "bar: # compute  r recompute  t TP comm  c CP comm  b pipeline bubble  p PP comm  "
-                      "d DP/ZeRO comm exposed  o optimizer  . other  e EP all-to-all  i MoE load imbalance";
+std::string legend() {
+  std::string out = "bar:";
+  for (const auto& t : kBreakdownTerms) out += std::string(out.size() > 4 ? "  " : " ") + t.bar + " " + t.legend;
+  return out;
+}
 
 void print_breakdown(const Prediction& p) {
   const Breakdown& b = p.breakdown;
-  std::printf("  breakdown (s): compute %.3f  recompute %.3f  tp_comm %.3f  cp_comm %.3f  pp_bubble %.3f  pp_comm %.3f"
-              "  dp_comm_exposed %.3f  optimizer %.3f  other %.3f\n",
-              b.compute, b.recompute, b.tp_comm, b.cp_comm, b.pp_bubble, b.pp_comm, b.dp_comm_exposed, b.optimizer,
-              b.other);
-  if (b.ep_comm > 0 || b.moe_imbalance > 0)  // MoE: dispatch/combine all-to-all and the busiest expert rank's excess
-    std::printf("  moe (s): ep_comm (all-to-all, exposed) %.3f  moe_imbalance %.3f\n", b.ep_comm, b.moe_imbalance);
+  std::string line = "  breakdown (s):", moe = "  moe (s):";  // terms two spaces apart
+  char value[64];
+  for (const auto& t : kBreakdownTerms) {
+    std::string& to = t.moe_only ? moe : line;
+    std::snprintf(value, sizeof value, "%s%s %.3f", to.back() == ':' ? " " : "  ", t.name, b.*t.field);
+    to += value;
+  }
+  std::printf("%s\n", line.c_str());
+  if (has_moe_terms(b)) std::printf("%s\n", moe.c_str());  // dispatch/combine all-to-all, the busiest expert rank's excess
   const MemoryBreakdown& m = p.memory;
   std::printf("  memory (GiB/GPU): %.1f of %.1f  [weights %.1f  grads %.1f  optimizer %.1f  activations %.1f  logits "
               "%.1f  buffers %.1f  reserve %.1f]%s\n",
@@ -351,7 +355,7 @@ int run_command(const AdviseArgs& a, bool explaining) {
                 c.prediction.step_time_s, 100 * c.prediction.mfu, c.prediction.memory_gib_per_gpu,
                 breakdown_bar(c.prediction.breakdown, scale, 40).c_str());
   }
-  std::printf("  %s\n", kLegend);
+  std::printf("  %s\n", legend().c_str());
 
   std::printf("\nenvironment:\n");
   for (const auto& e : plan.env) std::printf("  %s=%s\n      # %s\n", e.name.c_str(), e.value.c_str(), e.reason.c_str());

@@ -211,6 +211,7 @@ int run_job_dry_run(const JobDryRunArgs& a) {
     if (f.step.mode.mode == job::Mode::Off) return print_off(a, f);
     job::DecideRequest r = job::decide_request(f.step);
     std::string base = a.write_dir;
+    if (!base.empty()) fs::create_directories(base);  // DIR itself; DIR/paratune-<ID>/ is made as the job makes it
     if (base.empty()) {
       base = (fs::temp_directory_path() / "paratune-dry-run-XXXXXX").string();
       if (!::mkdtemp(base.data())) throw std::runtime_error("cannot make a temporary directory for the plan files");

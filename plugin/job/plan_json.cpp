@@ -1,5 +1,7 @@
 #include "plan_json.h"
 
+#include "paratune/advisor/breakdown_terms.h"
+
 #include "paratune/tuning/scenario_json.h"
 
 namespace paratune::job {
@@ -41,13 +43,10 @@ json to_json(const advisor::Prediction& p) {
             {"memory_gib", {{"weights", m.weights}, {"gradients", m.gradients}, {"optimizer", m.optimizer},
                             {"activations", m.activations}, {"logits", m.logits}, {"buffers", m.buffers},
                             {"reserve", m.reserve}}},
-            {"breakdown", {{"compute", b.compute}, {"recompute", b.recompute}, {"tp_comm", b.tp_comm},
-                           {"cp_comm", b.cp_comm}, {"pp_bubble", b.pp_bubble}, {"pp_comm", b.pp_comm},
-                           {"dp_comm_exposed", b.dp_comm_exposed}, {"optimizer", b.optimizer}, {"other", b.other}}}};
-  if (b.ep_comm > 0 || b.moe_imbalance > 0) {  // MoE: the all-to-all and load-imbalance terms
-    j["breakdown"]["ep_comm"] = b.ep_comm;
-    j["breakdown"]["moe_imbalance"] = b.moe_imbalance;
-  }
+            {"breakdown", json::object()}};
+  const bool moe = advisor::has_moe_terms(b);  // the all-to-all and load-imbalance terms only where they exist
+  for (const auto& t : advisor::kBreakdownTerms)
+    if (moe || !t.moe_only) j["breakdown"][t.name] = b.*t.field;
   if (!p.fits) j["overflow"] = p.overflow;
   return j;
 }
