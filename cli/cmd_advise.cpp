@@ -110,12 +110,12 @@ std::string layout_text(const Layout& l) {
 // A bar of `width` characters for the breakdown, scaled to `scale` seconds.
 std::string breakdown_bar(const Breakdown& b, double scale, int width) {
   const double v[] = {b.compute, b.recompute, b.tp_comm, b.cp_comm, b.pp_bubble, b.pp_comm, b.dp_comm_exposed,
-                      b.optimizer, b.other, b.ep_comm, b.moe_imbalance};
-  const char c[] = {'#', 'r', 't', 'c', 'b', 'p', 'd', 'o', '.', 'e', 'i'};
+                      b.optimizer, b.other, b.ep_comm, b.moe_imbalance, b.offload};
+  const char c[] = {'#', 'r', 't', 'c', 'b', 'p', 'd', 'o', '.', 'e', 'i', 'h'};
   std::string out;
   double acc = 0;
   int drawn = 0;
-  for (int i = 0; i < 11; ++i) {
+  for (int i = 0; i < 12; ++i) {
     acc += v[i];
     const int upto = int(acc / scale * width + 0.5);
     for (; drawn < upto && drawn < width; ++drawn) out += c[i];
@@ -124,7 +124,7 @@ std::string breakdown_bar(const Breakdown& b, double scale, int width) {
 }
 
 const char* kLegend = "bar: # compute  r recompute  t TP comm  c CP comm  b pipeline bubble  p PP comm  "
-                      "d DP/ZeRO comm exposed  o optimizer  . other  e EP all-to-all  i MoE load imbalance";
+                      "d DP/ZeRO comm exposed  o optimizer  . other  e EP all-to-all  i MoE load imbalance  h host offload";
 
 void print_breakdown(const Prediction& p) {
   const Breakdown& b = p.breakdown;
@@ -134,6 +134,7 @@ void print_breakdown(const Prediction& p) {
               b.other);
   if (b.ep_comm > 0 || b.moe_imbalance > 0)  // MoE: dispatch/combine all-to-all and the busiest expert rank's excess
     std::printf("  moe (s): ep_comm (all-to-all, exposed) %.3f  moe_imbalance %.3f\n", b.ep_comm, b.moe_imbalance);
+  if (b.offload > 0) std::printf("  offload (s): activations to and from host memory %.3f\n", b.offload);
   const MemoryBreakdown& m = p.memory;
   std::printf("  memory (GiB/GPU): %.1f of %.1f  [weights %.1f  grads %.1f  optimizer %.1f  activations %.1f  logits "
               "%.1f  buffers %.1f  reserve %.1f]%s\n",

@@ -48,6 +48,7 @@ json to_json(const advisor::Prediction& p) {
     j["breakdown"]["ep_comm"] = b.ep_comm;
     j["breakdown"]["moe_imbalance"] = b.moe_imbalance;
   }
+  if (b.offload > 0) j["breakdown"]["offload"] = b.offload;  // CPU activation offload over the host link
   if (!p.fits) j["overflow"] = p.overflow;
   return j;
 }

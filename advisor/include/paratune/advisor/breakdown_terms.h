@@ -17,6 +17,6 @@ inline constexpr BreakdownTerm kBreakdownTerms[] = {
     {"pp_bubble", &Breakdown::pp_bubble}, {"pp_comm", &Breakdown::pp_comm},
     {"dp_comm_exposed", &Breakdown::dp_comm_exposed}, {"optimizer", &Breakdown::optimizer},
     {"other", &Breakdown::other},         {"ep_comm", &Breakdown::ep_comm},
-    {"moe_imbalance", &Breakdown::moe_imbalance}};
+    {"moe_imbalance", &Breakdown::moe_imbalance}, {"offload", &Breakdown::offload}};
 
 }  // namespace paratune::advisor
