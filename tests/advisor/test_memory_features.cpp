@@ -372,3 +372,53 @@ TEST(MemoryFeatures, ScenarioKeys) {
             std::string::npos);
   EXPECT_NE(error("offload_layers = 99\n").find("parallel.offload_layers"), std::string::npos);
 }
+
+// The search's other memory features, for a layout that does not fit as it is: more modules recomputed (selective
+// layouts) and the fewest layers offloaded (no recompute, pp 1, a version that has the argument); each fits and is
+// charged. Controls: with the feature fixed off by the scenario, nothing fits.
+TEST(MemoryFeatures, SearchRecomputesMoreModulesOrOffloadsWhereThatFits) {
+  Scenario s = on_gpus("llama3-8b", "h100-sxm5-80gb", 1, 8, 64);
+  s.training.framework_version = "main";
+  s.parallel.tp = 1;
+  s.parallel.pp = 1;
+  s.parallel.cp = 1;
+  s.parallel.zero_stage = 1;
+  s.parallel.micro_batch = 4;
+  s.parallel.optimizer_moments = StateDtype::Fp32;
+  SearchLimits lim;
+  lim.time_budget_s = 20;
+  const Evaluator ev(s, Framework::Megatron);
+  Layout l = layout_from_scenario(s);
+  l.recompute = Recompute::Selective;
+  const double plain = ev.memory_gib(l);
+  l.recompute_modules = recompute_module::kCoreAttn | recompute_module::kLayernorm | recompute_module::kMlp;
+  const double more = ev.memory_gib(l);
+  ASSERT_LT(more, plain);
+  s.parallel.recompute = Recompute::Selective;
+  s.cluster.memory_gib = (more + plain) / 2 / 0.95;
+  const Plan p = advise(s, lim);
+  EXPECT_EQ(p.layout.recompute_modules, l.recompute_modules);
+  EXPECT_NE(args_text(s, p.layout).find("--recompute-modules\ncore_attn\nlayernorm\nmlp\n"), std::string::npos);
+  bool said = false;
+  for (const auto& n : p.notes) said |= n.find("selective recompute of core_attn,layernorm,mlp") != std::string::npos;
+  EXPECT_TRUE(said);
+  s.parallel.recompute_modules = recompute_module::kCoreAttn;  // control: the default set fixed, nothing fits
+  EXPECT_THROW(advise(s, lim), NothingFits);
+
+  s.parallel.recompute_modules.reset();
+  s.parallel.recompute = Recompute::None;
+  l = layout_from_scenario(s);
+  const double none = ev.memory_gib(l);
+  l.offload_layers = 8;
+  const double off8 = ev.memory_gib(l);
+  s.cluster.memory_gib = (none + off8) / 2 / 0.95;
+  const Plan o = advise(s, lim);
+  EXPECT_GT(o.layout.offload_layers, 0);
+  EXPECT_LE(o.layout.offload_layers, 8);
+  EXPECT_GT(o.prediction.breakdown.offload, 0);
+  s.parallel.offload_layers = 0;  // control
+  EXPECT_THROW(advise(s, lim), NothingFits);
+  s.parallel.offload_layers.reset();
+  s.training.framework_version = "core_v0.14";  // no argument for it there: refused, nothing fits
+  EXPECT_THROW(advise(s, lim), NothingFits);
+}
