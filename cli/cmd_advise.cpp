@@ -130,15 +130,17 @@ std::string legend() {
 
 void print_breakdown(const Prediction& p) {
   const Breakdown& b = p.breakdown;
-  std::string line = "  breakdown (s):", moe = "  moe (s):";  // terms two spaces apart
+  // One line for the terms of no group, one per group that is priced (moe: dispatch/combine all-to-all and the
+  // busiest expert rank's excess; offload: activations to and from host memory); terms two spaces apart.
+  std::vector<std::pair<std::string, std::string>> lines = {{"", "  breakdown (s):"}};
   char value[64];
   for (const auto& t : kBreakdownTerms) {
-    std::string& to = t.moe_only ? moe : line;
-    std::snprintf(value, sizeof value, "%s%s %.3f", to.back() == ':' ? " " : "  ", t.name, b.*t.field);
-    to += value;
+    if (!shown(b, t)) continue;
+    if (lines.back().first != t.group) lines.push_back({t.group, std::string("  ") + t.group + " (s):"});
+    std::snprintf(value, sizeof value, "%s%s %.3f", lines.back().second.back() == ':' ? " " : "  ", t.name, b.*t.field);
+    lines.back().second += value;
   }
-  std::printf("%s\n", line.c_str());
-  if (has_moe_terms(b)) std::printf("%s\n", moe.c_str());  // dispatch/combine all-to-all, the busiest expert rank's excess
+  for (const auto& [group, text] : lines) std::printf("%s\n", text.c_str());
   const MemoryBreakdown& m = p.memory;
   std::printf("  memory (GiB/GPU): %.1f of %.1f  [weights %.1f  grads %.1f  optimizer %.1f  activations %.1f  logits "
               "%.1f  buffers %.1f  reserve %.1f]%s\n",

@@ -93,6 +93,8 @@ void overlay(ParallelSpec& to, const ParallelSpec& from) {
   take(to.dispatcher, from.dispatcher);
   take(to.first_stage_layers, from.first_stage_layers), take(to.last_stage_layers, from.last_stage_layers);
   take(to.shard_group, from.shard_group);
+  take(to.optimizer_moments, from.optimizer_moments), take(to.main_params, from.main_params);
+  take(to.recompute_modules, from.recompute_modules), take(to.offload_layers, from.offload_layers);
 }
 
 // "tp=4, recompute=selective": the keys a ParallelSpec sets.
@@ -110,6 +112,10 @@ std::string spec_text(const ParallelSpec& q) {
   if (q.dispatcher) add("dispatcher", to_string(*q.dispatcher));
   num("first_stage_layers", q.first_stage_layers), num("last_stage_layers", q.last_stage_layers);
   num("shard_group", q.shard_group);
+  if (q.optimizer_moments) add("optimizer_moments", to_string(*q.optimizer_moments));
+  if (q.main_params) add("main_params", to_string(*q.main_params));
+  if (q.recompute_modules) add("recompute_modules", recompute_modules_to_string(*q.recompute_modules));
+  num("offload_layers", q.offload_layers);
   return out;
 }
 

@@ -115,6 +115,12 @@ Layout layout_from_scenario(const Scenario& s) {
   l.first_stage_layers = p.first_stage_layers.value_or(0);
   l.last_stage_layers = p.last_stage_layers.value_or(0);
   l.shard_group = p.shard_group.value_or(0);
+  l.optimizer_moments = p.optimizer_moments.value_or(StateDtype::Fp32);
+  l.main_params = p.main_params.value_or(StateDtype::Fp32);
+  l.recompute_modules = p.recompute_modules.value_or(0);
+  if (p.recompute_modules && !p.recompute) l.recompute = Recompute::Selective;
+  l.offload_layers = p.offload_layers.value_or(0);
+  if (l.offload_layers > 0 && !p.recompute) l.recompute = Recompute::None;  // Megatron-Core: offload or recompute
   return l;
 }
 
@@ -270,6 +276,9 @@ struct SearchState {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   bool out_of_time = false;
   double margin = kMemoryMargin;  // share of the GPU's memory kept free (SearchLimits::memory_margin)
+  // Adam's moments in 16 bits change the numerics, not only the memory: the search uses them only where no layout
+  // fits with fp32 optimizer states (a second pass), unless the scenario fixes them.
+  bool lean_optimizer = false;
 
   void offer(const Ranked& rk) {
     if (best.size() < keep || better(rk, best.back())) {
@@ -369,6 +378,67 @@ Ranked best_split(const Scenario& s, const Evaluator& ev, Framework f, const Lay
   return out;
 }
 
+// What the plan's memory features are and cost (plan notes; plan.json carries the notes).
+std::string memory_features_note(const Scenario& s, const Layout& l, const Prediction& p) {
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "memory features: " : "; ") + part; };
+  if (l.precision_aware_optimizer())
+    add(std::string("Adam's moments in ") + to_string(l.optimizer_moments) + " and main parameters in " +
+        to_string(l.main_params) + " (Megatron-Core's precision-aware optimizer; the model charges no time for it: "
+        "the same optimizer step, no measurement says otherwise)");
+  if (l.recompute == Recompute::Selective && l.recompute_modules != 0)
+    add("selective recompute of " + recompute_modules_to_string(l.recompute_modules) + " (" +
+        fmt("%.3f", p.breakdown.recompute) + " s a step)");
+  if (l.offload_layers > 0)
+    add("the activations of " + std::to_string(l.offload_layers) + " of " + std::to_string(s.model.layers) +
+        " layers offloaded to host memory (" + fmt("%.3f", p.breakdown.offload) +
+        " s a step over the host link at its data-sheet rate, not assumed hidden)");
+  return out;
+}
+
+// A layout that does not fit as it is, with the memory features the scenario leaves open (docs/model.md §3), in
+// the order of what they cost: Adam's moments in bf16 (no time in the model), then either more modules
+// recomputed (selective layouts: the norms, the MLP, the shared experts' and experts' activations too) or the
+// fewest layers whose activations go to host memory (layouts without recompute, pp 1). Each variant that fits is
+// offered; false when none does.
+bool offer_memory_features(const Scenario& s, const Evaluator& ev, Framework f, const Layout& l, double usable,
+                           SearchState& st) {
+  using namespace recompute_module;
+  const ParallelSpec& c = s.parallel;
+  auto fits = [&](const Layout& x) { return version_problem(s, x, f).empty() && ev.memory_gib(x) <= usable; };
+  Layout base = l;
+  if (st.lean_optimizer && !c.optimizer_moments && !c.main_params && l.zero_stage == 1) {
+    Layout lean = l;
+    lean.optimizer_moments = StateDtype::Bf16;
+    if (version_problem(s, lean, f).empty()) base = lean;
+    if (fits(lean)) {
+      st.offer(best_split(s, ev, f, lean, usable));
+      return true;
+    }
+  }
+  bool offered = false;
+  if (l.recompute == Recompute::Selective && !c.recompute_modules) {
+    Layout more = base;
+    const bool moe_layer = s.model.is_moe() || s.model.is_mla() || s.model.head_dim > 0 || s.model.mtp_layers > 0;
+    more.recompute_modules = recompute_module_set(base, moe_layer) | kLayernorm | kMlp |
+                             (s.model.is_moe() ? kMoeAct | kSharedExperts : 0u);
+    if (fits(more)) st.offer(best_split(s, ev, f, more, usable)), offered = true;
+  }
+  if (l.recompute == Recompute::None && l.pp == 1 && !c.offload_layers) {
+    Layout off = base;
+    for (int n = 1; n < s.model.layers; ++n) {
+      off.offload_layers = n;
+      if (!version_problem(s, off, f).empty()) break;
+      if (ev.memory_gib(off) <= usable) {
+        st.offer(best_split(s, ev, f, off, usable));
+        offered = true;
+        break;
+      }
+    }
+  }
+  return offered;
+}
+
 void search_micro_batches(const Scenario& s, const Evaluator& ev, Framework f, Layout l, const std::vector<int>& mbs,
                           SearchState& st) {
   for (int mb : mbs) {
@@ -379,11 +449,15 @@ void search_micro_batches(const Scenario& s, const Evaluator& ev, Framework f, L
       st.least_layout = l;
       st.least_fw = f;
     }
-    if (mem > usable_gib(ev, st.margin)) {
+    const double usable = usable_gib(ev, st.margin);
+    if (mem > usable) {
       ++st.pruned_memory;
-      return;  // a larger micro-batch needs more memory still
+      if (!offer_memory_features(s, ev, f, l, usable, st)) return;  // a larger micro-batch needs more memory still
+      ++st.evaluated;
+      if (st.time_is_up()) return;
+      continue;
     }
-    st.offer(best_split(s, ev, f, l, usable_gib(ev, st.margin)));
+    st.offer(best_split(s, ev, f, l, usable));
     ++st.evaluated;
     if (st.time_is_up()) return;
   }
@@ -442,12 +516,18 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
         for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
           if (!supports_recompute(f, r) || (c.recompute && *c.recompute != r) || !allowed(limits.recompute_modes, r))
             continue;
+          if ((c.recompute_modules && r != Recompute::Selective) || (c.offload_layers.value_or(0) > 0 && r != Recompute::None))
+            continue;
           Layout l;
           l.tp = d.tp; l.pp = d.pp; l.cp = d.cp; l.dp = d.dp; l.virtual_stages = v;
           l.zero_stage = z; l.recompute = r; l.sequence_parallel = sp && d.tp > 1; l.shard_group = sg;
           l.ep = x.ep; l.etp = x.etp; l.dispatcher = x.dispatcher;
           l.first_stage_layers = c.first_stage_layers.value_or(0);
           l.last_stage_layers = c.last_stage_layers.value_or(0);
+          l.optimizer_moments = c.optimizer_moments.value_or(StateDtype::Fp32);
+          l.main_params = c.main_params.value_or(StateDtype::Fp32);
+          l.recompute_modules = r == Recompute::Selective ? c.recompute_modules.value_or(0) : 0;
+          l.offload_layers = c.offload_layers.value_or(0);
           if (s.model.is_moe() && !moe_layout_problem(s, l, f).empty()) continue;
           if (!version_problem(s, l, f).empty()) continue;  // the framework version would refuse it at launch
           search_micro_batches(s, ev, f, l, mbs, st);
@@ -615,6 +695,13 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   Evaluators evs;
   auto ev_for = [&](Framework f) -> const Evaluator& { return evs.get(s, f, params, limits.memory_headroom_gib); };
   for (Framework f : frameworks_to_search(s, limits)) search_framework(s, f, ev_for(f), limits, st);
+  const bool lean_pass = st.best.empty() && !st.out_of_time && !s.parallel.optimizer_moments && !s.parallel.main_params;
+  if (lean_pass) {  // nothing fits with fp32 optimizer states: again, with Adam's moments in bf16 where they fit
+    const SearchState first = st;
+    st.lean_optimizer = true;
+    for (Framework f : frameworks_to_search(s, limits)) search_framework(s, f, ev_for(f), limits, st);
+    st.least_mem = first.least_mem, st.least_layout = first.least_layout, st.least_fw = first.least_fw;
+  }
   if (st.best.empty() && st.out_of_time)
     throw NothingFits("the search stopped at its time budget of " + fmt("%.1f", limits.time_budget_s) + " s after " +
                       std::to_string(st.evaluated) + " layouts, none of which fit; fix more of the layout (tp, pp, "
@@ -638,6 +725,11 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   plan.notes.push_back(margin_note(ev_for(plan.framework), st.margin, plan.prediction.memory_gib_per_gpu));
   if (plan.layout.first_stage_layers > 0 && !s.parallel.first_stage_layers)
     plan.notes.push_back(stage_layout_note(s, plan.layout));
+  if (std::string n = memory_features_note(s, plan.layout, plan.prediction); !n.empty()) plan.notes.push_back(n);
+  if (lean_pass)
+    plan.notes.push_back("no layout fits with fp32 optimizer states (Adam's moments and main parameters); with the "
+                         "moments in bf16 (Megatron-Core's precision-aware optimizer) this one does: a numerics "
+                         "change, used only because nothing else fits");
   if (st.out_of_time)
     plan.notes.push_back("the search stopped at its time budget of " + fmt("%.1f", limits.time_budget_s) +
                          " s: this plan is the best of the layouts evaluated, not of all");

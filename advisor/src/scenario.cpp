@@ -295,6 +295,12 @@ void validate(const Scenario& s) {
           "first_stage_layers + last_stage_layers must leave the " + std::to_string(std::max(0, pp - 2)) +
               " middle stages at least one of the model's " + std::to_string(L) + " layers each (all of them with pp 2)");
   }
+  if (p.main_params && *p.main_params != StateDtype::Fp32 && *p.main_params != StateDtype::Fp16)
+    bad("parallel.main_params", "must be fp32 or fp16 (Megatron's --main-params-dtype choices)");
+  if (p.recompute_modules && p.recompute && *p.recompute != Recompute::Selective)
+    bad("parallel.recompute_modules", "names the modules of selective recompute: needs recompute = \"selective\"");
+  if (p.offload_layers && (*p.offload_layers < 0 || *p.offload_layers > m.layers))
+    bad("parallel.offload_layers", "must be between 0 and the model's " + std::to_string(m.layers) + " layers");
   if (p.shard_group && *p.shard_group > 0 && p.zero_stage && *p.zero_stage < 2)
     bad("parallel.shard_group", "a sharding scope (hybrid sharding) needs zero_stage 2 or 3");
   if (p.zero_stage && (*p.zero_stage < 0 || *p.zero_stage > 3))

@@ -178,6 +178,27 @@ static void parse_placement(const Ctx& c, const toml::node& node, ClusterSpec& k
   k.placement = p;
 }
 
+// [parallel] recompute_modules = ["layernorm", "moe_act"], or one string "layernorm,moe_act" (Megatron's names).
+static unsigned parse_recompute_modules(const Ctx& c, const toml::node& node) {
+  std::string names;
+  if (const auto* str = node.as_string()) names = str->get();
+  else if (const auto* arr = node.as_array()) {
+    for (const toml::node& e : *arr) {
+      const auto name = e.value<std::string>();
+      if (!name) c.fail(e, "parallel.recompute_modules", "must be a list of module names");
+      names += *name + ",";
+    }
+  } else {
+    c.fail(node, "parallel.recompute_modules", "must be a list of module names, e.g. [\"layernorm\", \"moe_act\"]");
+  }
+  try {
+    return recompute_modules_from_string(names);
+  } catch (const std::invalid_argument& e) {
+    c.fail(node, "parallel.recompute_modules", e.what());
+  }
+  return 0;
+}
+
 // [cluster] kernels = ["deepep", "te", ...]: the optional kernels installed ([] = none of them).
 static void parse_kernels(const Ctx& c, const toml::node& node, ClusterSpec& k) {
   const char* valid = "a list of deepep, hybridep, te, flash3 (the optional kernels installed; [] = none)";
@@ -338,7 +359,8 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
   if (const toml::table* p = sub(c, root, "parallel")) {
     check_keys(c, *p, "parallel.", {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "zero_stage", "recompute",
                                     "sequence_parallel", "ep", "etp", "dispatcher", "shard_group", "first_stage_layers",
-                                    "last_stage_layers"});
+                                    "last_stage_layers", "optimizer_moments", "main_params", "recompute_modules",
+                                    "offload_layers"});
     ParallelSpec& q = s.parallel;
     get_opt_int(c, *p, "parallel.", "tp", q.tp, 1, 1 << 16);
     get_opt_int(c, *p, "parallel.", "pp", q.pp, 1, 1 << 16);
@@ -357,6 +379,11 @@ Scenario parse_scenario_toml(std::string_view text, const std::string& origin, C
     get_opt_int(c, *p, "parallel.", "shard_group", q.shard_group, 0, 1 << 20);
     get_opt_int(c, *p, "parallel.", "first_stage_layers", q.first_stage_layers, 1, 1 << 20);
     get_opt_int(c, *p, "parallel.", "last_stage_layers", q.last_stage_layers, 1, 1 << 20);
+    StateDtype dt{};
+    if (get_enum(c, *p, "parallel.", "optimizer_moments", dt, state_dtype_from_string)) q.optimizer_moments = dt;
+    if (get_enum(c, *p, "parallel.", "main_params", dt, state_dtype_from_string)) q.main_params = dt;
+    if (const toml::node* rm = p->get("recompute_modules")) q.recompute_modules = parse_recompute_modules(c, *rm);
+    get_opt_int(c, *p, "parallel.", "offload_layers", q.offload_layers, 0, 1 << 20);
   }
 
   if (s.cluster.kernels) settle_kernel_defaults(s);  // a stack without TE / FA3 (framework_kernels.h)
@@ -396,7 +423,7 @@ ParallelSpec parse_parallel_list(std::string_view list, const std::string& origi
     from = to + 1;
     const size_t eq = item.find('=');
     auto name_ok = [](const std::string& v) {
-      return !v.empty() && v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
+      return !v.empty() && v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.+") ==
                                std::string::npos;
     };
     if (eq == std::string::npos || !name_ok(item.substr(0, eq)) || !name_ok(item.substr(eq + 1)))

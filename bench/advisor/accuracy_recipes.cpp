@@ -58,8 +58,13 @@ std::string short_layout(const Layout& l) {
   if (l.virtual_stages > 1) s += " v" + std::to_string(l.virtual_stages);
   if (l.first_stage_layers > 0) s += " split " + std::to_string(l.first_stage_layers) + "/" +
                                      std::to_string(l.last_stage_layers);
-  return s + " mb" + std::to_string(l.micro_batch) + " z" + std::to_string(l.zero_stage) + " " +
-         advisor::to_string(l.recompute);
+  s += " mb" + std::to_string(l.micro_batch) + " z" + std::to_string(l.zero_stage) + " " +
+       advisor::to_string(l.recompute);
+  if (l.recompute == advisor::Recompute::Selective && l.recompute_modules != 0)
+    s += " (" + advisor::recompute_modules_to_string(l.recompute_modules) + ")";
+  if (l.precision_aware_optimizer()) s += std::string(" moments ") + advisor::to_string(l.optimizer_moments);
+  if (l.offload_layers > 0) s += " offload " + std::to_string(l.offload_layers);
+  return s;
 }
 
 // Where the advised plan's predicted gain comes from: the terms the recipe pays more for, largest first.
@@ -72,6 +77,20 @@ std::string gain_terms(const advisor::Breakdown& recipe, const advisor::Breakdow
   for (size_t i = 0; i < d.size() && i < 3; ++i)
     out += (i ? ", " : "") + d[i].second + " " + formatted(100 * d[i].first / recipe_s, "%+.0f %%");
   return out.empty() ? "no single term" : out;
+}
+
+// The memory features the recipe's own source sets beyond what the summary's table states (the recompute modules
+// come with the row: moe_data.cpp). Every Megatron-Bridge DeepSeek-V3 recipe builds on deepseek_v3_pretrain_config,
+// which turns on the precision-aware optimizer with bf16 moments and fp32 main parameters:
+// NVIDIA-NeMo/Megatron-Bridge v0.4.2 (c8101293) src/megatron/bridge/recipes/deepseek/deepseek_v3.py lines 160-165,
+// v0.6.0 src/megatron/bridge/recipes/deepseek/h100/deepseek_v3.py lines 206-210 (the 26.04.01 and 26.08 releases).
+calib::Row with_recipe_features(const calib::Row& r) {
+  calib::Row out = r;
+  if (r.s.model.name == "deepseek-v3" && megatron_bridge(r)) {
+    out.l.optimizer_moments = advisor::StateDtype::Bf16;
+    out.l.main_params = advisor::StateDtype::Fp32;
+  }
+  return out;
 }
 
 // The recipe's layout as predict prices it (unknown knobs at their fastest, as the row loader does), with the stage
@@ -93,6 +112,7 @@ advisor::Prediction recipe_prediction(const Row& r, const advisor::ModelParams& 
 
 struct Check {
   const Row* row = nullptr;
+  double mem_gib = 0, capacity_gib = 0;  // the recipe layout's memory and the GPU's
   Layout recipe, advised;
   bool recipe_fits = true, advised_ok = true;
   int rank = 0, considered = 0;
@@ -103,7 +123,10 @@ struct Check {
 Check check_recipe(const Row& r, const advisor::ModelParams& p) {
   Check c;
   c.row = &r;
-  const advisor::Prediction rec = recipe_prediction(r, p, &c.recipe, &c.recipe_fits);
+  const Row featured = with_recipe_features(r);
+  const advisor::Prediction rec = recipe_prediction(featured, p, &c.recipe, &c.recipe_fits);
+  c.mem_gib = rec.memory_gib_per_gpu;
+  c.capacity_gib = rec.memory_capacity_gib;
   advisor::Scenario free = r.s;
   free.parallel = {};
   free.training.framework = r.fw;
@@ -135,7 +158,9 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const std::v
   md << "\n## Recipe check: advise against NVIDIA's tuned recipes\n\n"
      << "The Megatron-Bridge rows are layouts NVIDIA tuned by measurement. For the newest release of each (model, "
         "system, GPU count, precision): the recipe's layout as predicted (unknown knobs at their fastest; a Megatron "
-        "pipeline with the stage split `advise` would plan, since the recipes set their own layouts), its rank among "
+        "pipeline with the stage split `advise` would plan, since the recipes set their own layouts; the memory features "
+        "the recipe's source sets: its recompute modules, and for DeepSeek-V3 the precision-aware optimizer with bf16 "
+        "moments and fp32 main parameters, NVIDIA-NeMo/Megatron-Bridge `recipes/deepseek/deepseek_v3.py`), its rank among "
         "the 31 best layouts `advise` finds on the same scenario left free, and advised/recipe, the predicted speed "
         "of the advised plan over the recipe's. Above " << formatted(kRedFlag, "%.2f")
      << " the model claims a win over the vendor: the last column names the terms the recipe pays more for "
@@ -148,7 +173,8 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const std::v
     const Row& r = *c.row;
     md << "| " << r.s.model.name << " | " << r.s.cluster.gpu << " | " << r.s.total_gpus() << " | "
        << advisor::to_string(r.s.training.precision) << " | " << short_layout(c.recipe) << " | "
-       << (c.recipe_fits ? "yes" : "**no**") << " | ";
+       << (c.recipe_fits ? "yes" : "**no** (" + formatted(c.mem_gib, "%.1f") + " of " +
+                                       formatted(c.capacity_gib, "%.1f") + " GiB)") << " | ";
     if (!c.advised_ok) {
       md << " | nothing fits | | |\n";
     } else {
@@ -164,7 +190,7 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const std::v
   const double median = ratios.empty() ? 0 : ratios[ratios.size() / 2];
   md << "\n" << scored << " recipes: median advised/recipe " << formatted(median, "%.3f") << "; " << flagged
      << " claim a win above " << formatted(100 * (kRedFlag - 1), "%.0f") << " %; " << unfit
-     << " recipe layouts the memory model rejects.\n";
+     << " recipe layouts the memory model rejects (the fits column gives a rejected layout's memory and the GPU's).\n";
 }
 
 }  // namespace paratune::accuracy

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 namespace paratune::calib {
 
@@ -90,6 +91,17 @@ void fill_layout(Row& r, bool mlperf) {
   const std::string rc = lower(r.f["recompute"]);
   r.rc_known = has(rc, "none");
   l.recompute = Recompute::None;
+  // "selective: modules mla_up_proj, mlp (recipe fact: ...)": the recipe's own --recompute-modules.
+  if (const auto at = rc.find("selective: modules "); at != std::string::npos) {
+    const auto from = at + 19, to = rc.find(" (", from);
+    try {
+      l.recompute_modules = recompute_modules_from_string(rc.substr(from, to == std::string::npos ? to : to - from));
+      l.recompute = Recompute::Selective;
+      r.rc_known = true;
+    } catch (const std::invalid_argument&) {
+      // a module name this model does not know: left unstated, as before
+    }
+  }
   // Unstated recompute: the recipe configs of these MoE models (Megatron-Bridge perf recipes; data/calibration
   // README §7) use none or module-selective recompute, never full: predict_row tries none and selective.
   r.rc_moe_no_full = true;

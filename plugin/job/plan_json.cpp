@@ -44,9 +44,8 @@ json to_json(const advisor::Prediction& p) {
                             {"activations", m.activations}, {"logits", m.logits}, {"buffers", m.buffers},
                             {"reserve", m.reserve}}},
             {"breakdown", json::object()}};
-  const bool moe = advisor::has_moe_terms(b);  // the all-to-all and load-imbalance terms only where they exist
-  for (const auto& t : advisor::kBreakdownTerms)
-    if (moe || !t.moe_only) j["breakdown"][t.name] = b.*t.field;
+  for (const auto& t : advisor::kBreakdownTerms)  // the MoE and offload terms only where they are priced
+    if (advisor::shown(b, t)) j["breakdown"][t.name] = b.*t.field;
   if (!p.fits) j["overflow"] = p.overflow;
   return j;
 }

@@ -251,6 +251,9 @@ def argparse_arguments(src, path, enums_from=None):
         if d is not None:
             lv = literal(d)
             rec["default"] = lv if lv is not None or isinstance(d, ast.Constant) else ast.unparse(d)
+        n = kw(node, "nargs")
+        if n is not None and isinstance(literal(n), (str, int)):
+            rec["nargs"] = literal(n)  # '*', '+', '?' or a count: how many argv elements the option takes
         for o in opts:
             out[o] = dict(rec, names=opts)
     return out

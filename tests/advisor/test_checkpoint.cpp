@@ -52,18 +52,18 @@ TEST(Checkpoint, FormatIsStatedInTheArguments) {
 TEST(Checkpoint, ResumedRunKeepsWhatFsdpDtensorCannotReshard) {
   const Plan first = advise(v100(8));
   ASSERT_EQ(checkpoint_format(first.framework, first.layout).format, "fsdp_dtensor");
-  const Plan fresh = advise(v100(16));
+  const Plan fresh = advise(v100(32));
   const auto tp_pp_cp = [](const Plan& p) { return std::tuple{p.layout.tp, p.layout.pp, p.layout.cp}; };
   ASSERT_NE(tp_pp_cp(fresh), tp_pp_cp(first)) << "positive control: planned afresh, TP, PP or CP changes";
 
-  Scenario s = v100(16);
+  Scenario s = v100(32);
   const auto notes = keep_checkpoint(s, from(first));
   const Plan resumed = advise(s);
   EXPECT_EQ(resumed.layout.tp, first.layout.tp);
   EXPECT_EQ(resumed.layout.pp, first.layout.pp);
   EXPECT_EQ(resumed.layout.cp, first.layout.cp);
   EXPECT_EQ(resumed.layout.zero_stage, 3);
-  EXPECT_EQ(resumed.layout.dp, 16 / (first.layout.tp * first.layout.pp * first.layout.cp));
+  EXPECT_EQ(resumed.layout.dp, 32 / (first.layout.tp * first.layout.pp * first.layout.cp));
   EXPECT_NE(args_of(s, resumed).find("\n--ckpt-format=fsdp_dtensor\n"), std::string::npos);
   EXPECT_TRUE(mentions(notes, "kept megatron with checkpoint format fsdp_dtensor and ZeRO 3 (Megatron-FSDP), tp="))
       << notes.back();

@@ -7,6 +7,14 @@ namespace paratune::advisor::frameworks {
 
 namespace {
 
+std::vector<std::string> split_modules(unsigned modules) {
+  std::vector<std::string> out;
+  std::string all = recompute_modules_to_string(modules) + ",";
+  for (size_t from = 0, to; (to = all.find(',', from)) != std::string::npos; from = to + 1)
+    out.push_back(all.substr(from, to - from));
+  return out;
+}
+
 const char* attention_backend(const TrainingSpec& t) {
   if (t.attention) {
     switch (*t.attention) {
@@ -56,12 +64,29 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
     if (l.zero_stage == 1 && overlap_param_gather(t, Framework::Megatron)) add("--overlap-param-gather");
   }
   if (v.tp_overlap()) add("--tp-comm-overlap");
-  if (l.recompute == Recompute::Selective) add("--recompute-granularity", "selective");
+  if (l.recompute == Recompute::Selective) {
+    add("--recompute-granularity", "selective");
+    if (l.recompute_modules != 0) {  // nargs='*' (core_v0.14/0.15) or a list ('+', main): one element per module
+      a.push_back("--recompute-modules");
+      for (const std::string& m : split_modules(l.recompute_modules)) a.push_back(m);
+    }
+  }
   if (l.recompute == Recompute::Full) {
     add("--recompute-granularity", "full");
     add("--recompute-method", "uniform");
     add("--recompute-num-layers", "1");
   }
+  if (l.precision_aware_optimizer()) {
+    add("--use-precision-aware-optimizer");
+    add("--exp-avg-dtype", to_string(l.optimizer_moments));
+    add("--exp-avg-sq-dtype", to_string(l.optimizer_moments));
+    add("--main-params-dtype", to_string(l.main_params));
+    // The gradient buffer the plan was priced with: with bf16 and --main-grads-dtype fp32 Megatron turns on fp32
+    // gradient accumulation by itself (megatron/training/arguments.py).
+    const bool grads16 = !t.grad_reduce_fp32.value_or(false) && t.precision != Precision::Fp16;
+    add("--main-grads-dtype", grads16 ? "bf16" : "fp32");
+  }
+  if (l.offload_layers > 0) add("--cpu-offloading-num-layers", std::to_string(l.offload_layers));  // main only
   add(t.precision == Precision::Fp16 ? "--fp16" : "--bf16");
   if (t.precision == Precision::Fp8) {
     add("--fp8-format", "hybrid");

@@ -37,6 +37,31 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
     set("model.config.recompute_num_layers", "1");
   } else if (l.recompute == Recompute::Selective) {
     set("model.config.recompute_granularity", "selective");
+    if (l.recompute_modules != 0) {  // a Python list literal (NeMo-Run's TypeParser.parse_list: ast.literal_eval)
+      std::string list, all = recompute_modules_to_string(l.recompute_modules) + ",";
+      for (size_t from = 0, to; (to = all.find(',', from)) != std::string::npos; from = to + 1)
+        list += (list.empty() ? "'" : ",'") + all.substr(from, to - from) + "'";
+      set("model.config.recompute_modules", "[" + list + "]");
+    }
+  }
+  if (l.offload_layers > 0) {  // Megatron-Core's layer-wise activation offload (TransformerConfig cpu_offloading)
+    set("model.config.cpu_offloading", "true");
+    set("model.config.cpu_offloading_num_layers", std::to_string(l.offload_layers));
+    set("model.config.cpu_offloading_activations", "true");
+    set("model.config.cpu_offloading_weights", "false");
+  }
+  if (l.precision_aware_optimizer()) {
+    // NeMo-Run's command line has no parser for torch.dtype fields (TypeParser: int, float, str, bool, list,
+    // dict, ...): the switch is set here, the dtypes must come from the recipe.
+    set("optim.config.use_precision_aware_optimizer", "true");
+    out.notes.push_back(std::string("the plan keeps Adam's moments in ") + to_string(l.optimizer_moments) +
+                        " and main parameters in " + to_string(l.main_params) +
+                        ": NeMo-Run's command line cannot set torch.dtype fields, so set optim.config.exp_avg_dtype "
+                        "and exp_avg_sq_dtype = torch." + (l.optimizer_moments == StateDtype::Bf16 ? "bfloat16"
+                        : l.optimizer_moments == StateDtype::Fp16 ? "float16" : l.optimizer_moments == StateDtype::Fp8
+                        ? "uint8" : "float32") + ", main_params_dtype = torch." +
+                        (l.main_params == StateDtype::Fp16 ? "float16" : "float32") +
+                        " in your recipe (the memory plan assumes them)");
   }
   if (v.tp_overlap()) set("model.config.tp_comm_overlap", "true");
   set("trainer.plugins.precision", t.precision == Precision::Fp16 ? "16-mixed" : "bf16-mixed");

@@ -119,6 +119,7 @@ std::string version_problem(const Scenario& s, const Layout& l, Framework f) {
   if (f == F::Fsdp && v.id == "1.13" && l.shard_group > 0)
     return who + "ShardingStrategy has FULL_SHARD, SHARD_GRAD_OP and NO_SHARD only (no HYBRID_SHARD before 2.0)";
   if (std::string why = kernel_problem(s, l, f); !why.empty()) return who + why;  // the site lacks a kernel
+  if (std::string why = memory_feature_problem(s, l, f, v); !why.empty()) return who + why;
   return "";
 }
 

@@ -60,10 +60,20 @@ LayerCompute layer_compute(const Resolved& R, const ModelParams& p, const Layout
   return c;
 }
 
-double recompute_s(const LayerCompute& c, Recompute r) {
-  if (r == Recompute::Full) return c.fwd();
-  if (r == Recompute::Selective) return c.attn_f;
-  return 0;
+double recompute_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c) {
+  using namespace recompute_module;
+  if (l.recompute == Recompute::Full) return c.fwd();
+  const unsigned mods = recompute_module_set(l, false);
+  const ModelDims& d = R.m;
+  const double tok = double(l.micro_batch) * d.s / l.cp, t = l.tp;
+  const double hs = l.sequence_parallel && l.tp > 1 ? t : 1.0;
+  double s = (mods & kCoreAttn) ? c.attn_f : 0;
+  // The two norms read and write 2 bytes per token and hidden unit each (8 of layer_compute's 32).
+  if (mods & kLayernorm) s += R.stack.elt_scale * tok * d.h * 8 / hs / R.hbm;
+  if (mods & kMlp)
+    s += gemm_s(R, p, tok, d.f * (d.gated ? 2 : 1) / t, d.h) + gemm_s(R, p, tok, d.h, d.f / t) +
+         R.stack.elt_scale * tok * d.f * (d.gated ? 6 : 4) / t / R.hbm;
+  return s;
 }
 
 double embedding_s(const Resolved& R, const Layout& l) {

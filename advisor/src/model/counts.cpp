@@ -34,21 +34,25 @@ double model_flops_per_token(const ModelSpec& m) {
 }
 
 double activation_bytes_per_layer(const ModelSpec& m, int b, int tp, int cp, bool sp, Recompute r, bool flash,
-                                  bool fp8) {
+                                  bool fp8, unsigned modules) {
+  using namespace recompute_module;
+  const unsigned mods = r != Recompute::Selective ? 0 : modules != 0 ? modules : kCoreAttn;
   const double h = m.hidden, a = m.heads, g = m.kv_heads > 0 ? m.kv_heads : m.heads;
   const double f = m.ffn_hidden > 0 ? m.ffn_hidden : 4.0 * m.hidden;
   const double s = m.seq_len, t = tp, tok = double(b) * s / cp, drop = m.dropout ? 1 : 0;
   if (r == Recompute::Full) return 2 * tok * h / (sp ? t : 1);  // the layer input only
   // Replicated across TP ranks without SP: two norm inputs (4), QKV input (2), MLP input (2), two dropout masks.
   const double lin_in = fp8 ? 1 : 2;  // QKV input and MLP input as saved for the backward GEMMs
-  const double replicated = 4 + 2 * lin_in + 2 * drop;
+  // Recomputing the norms ("layernorm") rebuilds the QKV and MLP inputs (the norm outputs) in the backward pass.
+  const double replicated = 4 + ((mods & kLayernorm) ? 0 : 2 * lin_in) + 2 * drop;
   // Split by t: Q (2), K and V (4 g/a), attention output = out-proj input (2), MLP: fc1 output(s) and activation
-  // output ((gated ? 6 : 4) f/h).
-  const double split = 2 + 4 * g / a + 2 + ((m.gated_mlp ? 4 : 2) + lin_in) * f / h;
+  // output ((gated ? 6 : 4) f/h), which recomputing the MLP ("mlp": a checkpoint of its input) does not keep.
+  const double mlp = (mods & kMlp) ? 0 : ((m.gated_mlp ? 4 : 2) + lin_in) * f / h;
+  const double split = 2 + 4 * g / a + 2 + mlp;
   double bytes = tok * h * (replicated / (sp ? t : 1) + split / t);
   // Softmax input/output and dropout mask of the s x s scores (5 a s bytes per token), unless flash attention
   // or selective recompute of the attention core (Korthikanti et al. §4.2).
-  if (!flash && r != Recompute::Selective) bytes += 5 * (a / t) * s * tok;
+  if (!flash && !(mods & kCoreAttn)) bytes += 5 * (a / t) * s * tok;
   return bytes;
 }
 

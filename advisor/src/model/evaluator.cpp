@@ -72,7 +72,7 @@ double host_bound_excess(const Resolved& R, const ModelParams& p, const Layout& 
 
 double step_of(const Breakdown& b) {
   return b.compute + b.recompute + b.tp_comm + b.cp_comm + b.pp_bubble + b.pp_comm + b.dp_comm_exposed +
-         b.optimizer + b.other + b.ep_comm + b.moe_imbalance;
+         b.optimizer + b.other + b.ep_comm + b.moe_imbalance + b.offload;
 }
 
 }  // namespace
@@ -101,7 +101,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   const bool moe = r_.moe.on;
   double gemm_imbalance = 0;
   const LayerCompute lc = moe ? moe_layer_compute(r_, p_, l, &gemm_imbalance) : layer_compute(r_, p_, l);
-  const double rc = recompute_s(lc, l.recompute) + (moe ? moe_recompute_extra_s(r_, p_, l, lc) : 0);
+  const double rc = moe ? moe_recompute_s(r_, p_, l, lc) : recompute_s(r_, p_, l, lc);
   TpComm tp = tp_comm(r_, p_, l);
   if (moe) tp.per_layer *= moe_tp_comm_share(r_, l);
   const double cp = cp_comm_layer(r_, p_, l, lc);
@@ -135,6 +135,14 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   r.br = assemble(pl, Lmax, head_part, mb_over, st, m, pp_p2p(r_, p_, l, m),
                   moe ? moe_dp_comm_exposed(r_, p_, l, lc, rc) : dp_comm_exposed(r_, p_, l, lc, rc),
                   moe ? moe_optimizer_s(r_, l) : optimizer_s(r_, l), p_.step_overhead_s);
+  if (l.offload_layers > 0) {  // every micro-batch sends the offloaded layers' activations out and back
+    const double bytes = moe ? moe_layer_activation_bytes(r_, p_, l)
+                             : activation_bytes_per_layer(r_.s.model, l.micro_batch, l.tp, l.cp,
+                                                          l.sequence_parallel && l.tp > 1, l.recompute, r_.stack.flash,
+                                                          r_.s.training.precision == Precision::Fp8,
+                                                          recompute_module_set(l, false));
+    r.br.offload = m * std::min(l.offload_layers, Lmax) * offload_layer_s(r_, bytes);
+  }
   r.step_s = step_of(r.br);
 
   if (moe) moe_step_flops(r_, l, &r.model_flops_step, &r.hw_flops_step);

@@ -11,21 +11,25 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct StateBytes {
   double weights = 0, grads = 0, optimizer = 0;  // bytes per parameter held
+  double step_only = 0;                           // optimizer bytes that exist only inside the optimizer step
   bool layer_buffers = false;                     // unsharded layer parameters gathered per layer (ZeRO-3 / FSDP)
 };
 
-StateBytes state_bytes(const Resolved& R, int z, double n_sh) {
+StateBytes state_bytes(const Resolved& R, const Layout& l, double n_sh) {
   StateBytes b;
+  const int z = l.zero_stage;
   switch (R.stack.framework) {
     case Framework::Megatron:
-    case Framework::Nemo:
-      // 16-bit params, the main_grad buffer (fp32, or 16-bit with the optimizer's fp32 copy of its gradient
-      // shard), fp32 master + Adam m, v: Megatron-LM's distributed optimizer doc, 6 + 12/d (bf16 params, fp32
-      // grads) and 4 + 16/d (16-bit grads). zero_stage 3 = Megatron-FSDP.
-      b = {2, R.stack.grad_bytes(), R.stack.grad_fp32 ? 12.0 : 16.0, false};
-      if (z >= 1) b.optimizer /= n_sh;
+    case Framework::Nemo: {
+      // 16-bit params, the main_grad buffer (fp32 or 16-bit), the optimizer's states (mcore_optimizer_bytes):
+      // Megatron-LM's distributed optimizer doc, 6 + 12/d (bf16 params, fp32 grads) and 4 + 16/d (16-bit grads,
+      // of which the fp32 gradient copy lives only inside the step). zero_stage 3 = Megatron-FSDP.
+      const OptimizerBytes ob = mcore_optimizer_bytes(R, l);
+      b = {2, R.stack.grad_bytes(), ob.persistent, ob.step_only, false};
+      if (z >= 1) { b.optimizer /= n_sh; b.step_only /= n_sh; }
       if (z >= 3) { b.weights /= n_sh; b.grads /= n_sh; b.layer_buffers = true; }
       break;
+    }
     case Framework::DeepSpeed:
       // bf16 params, fp32 gradient accumulation (BF16_Optimizer / ZeRO partitions), fp32 master + Adam.
       b = {2, 4, 12, false};
@@ -70,6 +74,26 @@ double buffers_gib(const Resolved& R, const Layout& l, const StateBytes& b) {
 
 }  // namespace
 
+// Megatron-Core's optimizer (megatron/core/optimizer/distrib_optimizer.py, optimizer_config.py at the pinned
+// versions): without the precision-aware optimizer, fp32 master weights and Adam's m and v (12 bytes), plus the fp32
+// copy of a 16-bit gradient shard made for the step (shard_model_grad.float()). With it, the moments in their
+// dtype; Transformer Engine's FusedAdam holds the master weights and reads the gradient buffer itself
+// (decoupled_grad: no copy) unless FP8 with a scaling recipe other than delayed keeps Megatron's own fp32 masters
+// (use_precision_aware_optimizer_no_fp8_or_ds_fp8); TE's masters with 16-bit parameters keep only the 16 bits the
+// parameter lacks (store_param_remainders, default on: an int16 tensor) or an fp16 master.
+OptimizerBytes mcore_optimizer_bytes(const Resolved& R, const Layout& l) {
+  const double grad_copy = R.stack.grad_fp32 ? 0 : 4;
+  if (!l.precision_aware_optimizer()) return {12, grad_copy};
+  const TrainingSpec& t = R.s.training;
+  const bool fp8 = t.precision == Precision::Fp8;
+  const bool te_masters = l.main_params != StateDtype::Fp32 || !fp8 || t.fp8_recipe.value_or(Fp8Recipe::Delayed) ==
+                                                                             Fp8Recipe::Delayed;
+  const double moments = 2 * state_dtype_bytes(l.optimizer_moments);
+  if (!te_masters) return {4 + moments, grad_copy};
+  const bool bf16_params = t.precision != Precision::Fp16;
+  return {(bf16_params || l.main_params == StateDtype::Fp16 ? 2.0 : 4.0) + moments, 0};
+}
+
 double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, MemoryBreakdown* out) {
   const ModelDims& d = R.m;
   const int t = l.tp, p = l.pp, c = l.cp, v = std::max(1, l.virtual_stages), b = l.micro_batch;
@@ -89,18 +113,20 @@ double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, Memor
     psi_first = (Lf * d.P_layer + d.P_emb) / t;
     psi_last = (Ll * d.P_layer + d.P_emb) / t;  // tied: a copy of the embedding; untied: the LM head
   }
-  const StateBytes sb = state_bytes(R, l.zero_stage, n_sh);
+  const StateBytes sb = state_bytes(R, l, n_sh);
 
   // Activations: in-flight micro-batches on the first stage under 1F1B (p of them, Narayanan et al. §2.2), times
   // 1 + (p-1)/(p v) with interleaving (Korthikanti et al. §4); the last stage keeps one.
-  const double a_layer = activation_bytes_per_layer(R.s.model, b, t, c, sp, l.recompute, R.stack.flash, fp8);
+  const double a_layer = activation_bytes_per_layer(R.s.model, b, t, c, sp, l.recompute, R.stack.flash, fp8,
+                                                    recompute_module_set(l, false));
   double inflight_first = p == 1 ? 1 : std::min<double>(m, p);
   if (p > 1 && v > 1) inflight_first *= 1 + double(p - 1) / (p * v);
   double work = 0;  // full recompute: one layer's activations are rebuilt at a time
   if (l.recompute == Recompute::Full)
     work = activation_bytes_per_layer(R.s.model, b, t, c, sp, Recompute::None, R.stack.flash, fp8);
-  const double act_first = Lf * a_layer * inflight_first + work + 2 * tok * d.h / (sp ? t : 1) * inflight_first;
-  const double act_last = Ll * a_layer + work;
+  const double act_first =
+      resident_layers(l, Lf) * a_layer * inflight_first + work + 2 * tok * d.h / (sp ? t : 1) * inflight_first;
+  const double act_last = resident_layers(l, Ll) * a_layer + work;
   // Logits of one micro-batch on the last stage: bf16 logits + fp32 softmax for the loss, split by t.
   const double logits = 6 * tok * d.V / t;
 
@@ -112,9 +138,9 @@ double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, Memor
   MemoryBreakdown mb;
   mb.weights = psi * sb.weights / kGiB;
   mb.gradients = psi * sb.grads / kGiB;
-  mb.optimizer = psi * sb.optimizer / kGiB;
   mb.activations = (p == 1 ? act_first : (last_worse ? act_last : act_first)) / kGiB;
   mb.logits = (p == 1 || last_worse ? logits : 0) / kGiB;
+  mb.optimizer = optimizer_peak(psi * sb.optimizer / kGiB, psi * sb.step_only / kGiB, mb.activations + mb.logits);
   mb.buffers = buffers_gib(R, l, sb);
   // Allocator fragmentation: 0.5 GiB plus 7 % of the dynamic (activation) memory; policy headroom on top.
   mb.reserve = 0.5 + 0.07 * (mb.activations + mb.logits) + headroom_gib;

@@ -125,8 +125,9 @@ MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l,
   MoeComm mc;
   if (!R.moe.moe || (l.ep <= 1 && l.etp <= 1)) return mc;
   const A2aPhases a = a2a_phases(R, p, l);
-  // Full recompute runs the layer's forward again, its dispatch and combine included.
-  const double comm = a.sum() + (l.recompute == Recompute::Full ? a.dispatch_f + a.combine_f : 0);
+  // Full recompute, or selective recompute of the MoE block, runs its forward again, dispatch and combine included.
+  const bool again = l.recompute == Recompute::Full || (recompute_module_set(l, true) & recompute_module::kMoe);
+  const double comm = a.sum() + (again ? a.dispatch_f + a.combine_f : 0);
   mc.raw = R.moe.mix * comm;
   mc.exposed = mc.raw;
   if (moe_a2a_overlap_on(R.moe, l)) {

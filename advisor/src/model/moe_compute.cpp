@@ -144,18 +144,32 @@ LayerCompute moe_layer_compute(const Resolved& R, const ModelParams& p, const La
   return c;
 }
 
-double moe_recompute_extra_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c) {
-  if (l.recompute != Recompute::Selective) return 0;
+double moe_recompute_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c) {
+  using namespace recompute_module;
+  if (l.recompute == Recompute::Full) return c.fwd();
+  const unsigned mods = recompute_module_set(l, true);
+  if (!mods) return 0;
   const MoeDims& d = R.moe;
   const double tok = double(l.micro_batch) * R.m.s / l.cp, t = l.tp, a = R.m.a;
-  // MLA's up-projections from the kept latents, and the norms and activation functions (elementwise: a third of
-  // the layer's forward elementwise work, about what they stream).
-  double extra = c.elt_f / 3;
-  if (d.kv_lora > 0) {
-    extra += gemm_s(R, p, tok, a * (d.dqk - d.rope + d.dv) / t, d.kv_lora);
-    if (d.q_lora > 0) extra += gemm_s(R, p, tok, a * d.dqk / t, d.q_lora);
+  double s = (mods & kCoreAttn) ? c.attn_f : 0;
+  // The norms and the activation functions: elementwise, together about a third of the layer's forward
+  // elementwise work (what they stream), half each.
+  if (mods & kLayernorm) s += c.elt_f / 6;
+  if (mods & kMoeAct) s += c.elt_f / 6;
+  // MLA's up-projections from the kept latents.
+  if ((mods & kMlaUpProj) && d.kv_lora > 0) {
+    s += gemm_s(R, p, tok, a * (d.dqk - d.rope + d.dv) / t, d.kv_lora);
+    if (d.q_lora > 0) s += gemm_s(R, p, tok, a * d.dqk / t, d.q_lora);
   }
-  return extra;
+  // Whole sub-modules run their forward again: the dense layers' MLP, the MoE block (router and experts; its
+  // dispatch and combine are charged in moe_comm_layer), the shared experts.
+  if (mods & kMlp) s += (1 - d.mix) * dense_mlp_s(R, p, tok, R.m.f, t);
+  if ((mods & kMoe) && d.moe)
+    s += d.mix * (gemm_s(R, p, moe_tokens_in(R, l), d.E, R.m.h, false) + experts_s(R, p, l, 1.0) +
+                  dense_mlp_s(R, p, tok, d.fs, t));
+  else if ((mods & kSharedExperts) && d.moe)
+    s += d.mix * dense_mlp_s(R, p, tok, d.fs, t);
+  return s;
 }
 
 double moe_tp_comm_share(const Resolved& R, const Layout& l) {

@@ -13,18 +13,22 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct Bytes {
   double w = 0, g = 0, o = 0;  // per parameter held, after sharding over `n`
+  double step = 0;             // optimizer bytes that exist only inside the optimizer step
 };
 
 // Model states per parameter (memory.cpp's table) for a sharding group of n ranks.
-Bytes state_bytes(const Resolved& R, int z, double n) {
+Bytes state_bytes(const Resolved& R, const Layout& l, double n) {
   Bytes b;
+  const int z = l.zero_stage;
   switch (R.stack.framework) {
     case Framework::Megatron:
-    case Framework::Nemo:
-      b = {2, R.stack.grad_bytes(), R.stack.grad_fp32 ? 12.0 : 16.0};
-      if (z >= 1) b.o /= n;
+    case Framework::Nemo: {
+      const OptimizerBytes ob = mcore_optimizer_bytes(R, l);
+      b = {2, R.stack.grad_bytes(), ob.persistent, ob.step_only};
+      if (z >= 1) { b.o /= n; b.step /= n; }
       if (z >= 3) { b.w /= n; b.g /= n; }
       break;
+    }
     case Framework::DeepSpeed:
       b = {2, 4, 12};
       if (z >= 1) b.o /= n;
@@ -58,29 +62,39 @@ LayerActs layer_acts(const Resolved& R, const ModelParams& p, const Layout& l) {
   LayerActs a;
   a.input = 2 * tok * d.h / hs;
   if (l.recompute == Recompute::Full) return a;
-  // Selective recompute of this layer is Megatron-Core's MoE recipe set (recompute_modules core_attn, layernorm,
-  // mla_up_proj, moe_act): the norm outputs, MLA's up-projected Q/K/V and the activation-function outputs are
-  // rebuilt in the backward pass instead of kept; the norm inputs, the latents, the attention output and the fc1
-  // outputs stay.
-  const bool sel = l.recompute == Recompute::Selective;
-  const double replicated = (4 + (sel ? 0 : 2 * lin) + (d.dropout ? 2 : 0)) * d.h + 2 * (x.q_lora + x.kv_lora + x.rope);
-  const bool up_proj_kept = !(sel && x.kv_lora > 0);
+  // Selective recompute rebuilds the modules of recompute_module_set() in the backward pass instead of keeping
+  // their outputs (default: Megatron-Core's MoE recipe set core_attn, layernorm, mla_up_proj, moe_act):
+  // layernorm the norm outputs, mla_up_proj MLA's up-projected Q/K/V, moe_act the experts' (and shared experts')
+  // activation-function outputs, mlp the dense layers' MLP, moe the MoE block, shared_experts the shared experts
+  // (each a checkpoint of its input, which the norm output already is).
+  using namespace recompute_module;
+  const unsigned mods = recompute_module_set(l, true);
+  const double replicated =
+      (4 + ((mods & kLayernorm) ? 0 : 2 * lin) + (d.dropout ? 2 : 0)) * d.h + 2 * (x.q_lora + x.kv_lora + x.rope);
+  const bool up_proj_kept = !((mods & kMlaUpProj) && x.kv_lora > 0);
   const double split = (up_proj_kept ? 2 * d.a * x.dqk + 2 * kv * x.dqk + 2 * kv * x.dv : 0) + 2 * d.a * x.dv;
   a.attn = tok * (replicated / hs + split / t);
-  if (!R.stack.flash && !sel) a.attn += 5 * (d.a / t) * d.s * tok;
-  const double act = (d.gated ? 4 : 2) + (sel ? 0 : lin);
-  a.dense = tok * act * d.f / t;
-  if (x.moe) {
+  if (!R.stack.flash && !(mods & kCoreAttn)) a.attn += 5 * (d.a / t) * d.s * tok;
+  const double glu = d.gated ? 4 : 2;
+  const double act = glu + ((mods & kMoeAct) ? 0 : lin);
+  a.dense = (mods & kMlp) ? 0 : tok * (glu + lin) * d.f / t;
+  if (x.moe && !(mods & kMoe)) {
     const double load = x.cf > 0 ? x.cf : moe_imbalance_factor(R, p, l);
     const double rows = l.etp * moe_tokens_in(R, l) * x.k * load;
     // Per expert row: its fc1 input, fc1 output(s) and activation output, and the expert output the un-permutation
     // weights by the router probability (its backward needs it).
-    a.moe = rows * (lin * d.h + act * x.fe / l.etp + 2 * d.h) + 8 * moe_tokens_in(R, l) * x.E + tok * act * x.fs / t;
+    const double shared = (mods & kSharedExperts) ? 0 : tok * act * x.fs / t;
+    a.moe = rows * (lin * d.h + act * x.fe / l.etp + 2 * d.h) + 8 * moe_tokens_in(R, l) * x.E + shared;
   }
   return a;
 }
 
 }  // namespace
+
+double moe_layer_activation_bytes(const Resolved& R, const ModelParams& p, const Layout& l) {
+  const LayerActs a = layer_acts(R, p, l);
+  return l.recompute == Recompute::Full ? a.input : a.attn + (1 - R.moe.mix) * a.dense + R.moe.mix * a.moe;
+}
 
 double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, double headroom_gib,
                       MemoryBreakdown* out) {
@@ -103,7 +117,7 @@ double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, 
   const double ex_first = pp == 1 ? d.L * ex + mtp_ex : Lf * ex;
   const double ne_last = pp == 1 ? ne_first : Ll * ne + emb + mtp_ne;
   const double ex_last = pp == 1 ? ex_first : Ll * ex + mtp_ex;
-  const Bytes bd = state_bytes(R, l.zero_stage, n_d), be = state_bytes(R, l.zero_stage, n_e);
+  const Bytes bd = state_bytes(R, l, n_d), be = state_bytes(R, l, n_e);
 
   const LayerActs a = layer_acts(R, p, l);
   const double a_layer = l.recompute == Recompute::Full ? a.input
@@ -115,8 +129,8 @@ double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, 
   full.recompute = Recompute::None;
   const LayerActs w = layer_acts(R, p, full);
   const double work = l.recompute == Recompute::Full ? w.attn + std::max(w.dense, w.moe) : 0;
-  const double act_first = Lf * a_layer * inflight + work + a.input * inflight;
-  const double act_last = Ll * a_layer + work + x.mtp * a_moe_layer;
+  const double act_first = resident_layers(l, Lf) * a_layer * inflight + work + a.input * inflight;
+  const double act_last = resident_layers(l, Ll) * a_layer + work + x.mtp * a_moe_layer;
   const double tok = double(l.micro_batch) * d.s / l.cp;
   const double logits = 6 * tok * d.V / t * (1 + x.mtp);
 
@@ -128,9 +142,10 @@ double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, 
   MemoryBreakdown mb;
   mb.weights = (ne_s * bd.w + ex_s * be.w) / kGiB;
   mb.gradients = (ne_s * bd.g + ex_s * be.g) / kGiB;
-  mb.optimizer = (ne_s * bd.o + ex_s * be.o) / kGiB;
   mb.activations = (last ? act_last : act_first) / kGiB;
   mb.logits = (pp == 1 || last ? logits : 0) / kGiB;
+  mb.optimizer = optimizer_peak((ne_s * bd.o + ex_s * be.o) / kGiB, (ne_s * bd.step + ex_s * be.step) / kGiB,
+                                mb.activations + mb.logits);
   // Buffers: context and workspaces, NCCL buffers per communicator kind (the EP and expert-TP groups are two more),
   // NVLS, the flex dispatcher's preallocated NVLink/RDMA buffers (DeepEP's default ~1 GiB each), ZeRO-3/FSDP layer
   // gathers.

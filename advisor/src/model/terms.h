@@ -2,6 +2,8 @@
 // scenario, the parameters and the layout; Evaluator::evaluate (evaluator.cpp) only adds them up.
 #pragma once
 
+#include <algorithm>
+
 #include "paratune/advisor/model.h"
 #include "paratune/advisor/plan.h"
 #include "paratune/advisor/resolved.h"
@@ -30,7 +32,9 @@ struct LayerCompute {
 };
 LayerCompute layer_compute(const Resolved& R, const ModelParams& p, const Layout& l);
 // The forward work recomputed in the backward pass: the whole forward (full) or the attention core (selective).
-double recompute_s(const LayerCompute& c, Recompute r);
+// Recompute time per layer and micro-batch: the whole forward (full), or the modules selective recompute rebuilds
+// (recompute_module_set(): the attention core, the norms, the MLP's GEMMs and activation).
+double recompute_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c);
 // Embedding lookup (first stage) and LM head + loss (last stage), one micro-batch.
 double embedding_s(const Resolved& R, const Layout& l);
 double head_s(const Resolved& R, const ModelParams& p, const Layout& l);
@@ -97,6 +101,23 @@ void step_flops(const Resolved& R, const Layout& l, double* model_flops, double*
 
 // --- memory (memory.cpp) ------------------------------------------------------------------------------------------
 double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, MemoryBreakdown* out);
+// Megatron-Core / NeMo optimizer states per parameter before sharding (docs/model.md §3): the bytes held for the
+// whole run, and those that exist only inside the optimizer step, when the activations are gone (the fp32 copy of
+// a 16-bit gradient shard the fp32 master weights are updated from).
+struct OptimizerBytes {
+  double persistent = 0, step_only = 0;
+};
+OptimizerBytes mcore_optimizer_bytes(const Resolved& R, const Layout& l);
+// The optimizer term with its step-only bytes: they need memory only where they exceed what the activations and
+// logits (freed before the step) leave behind.
+inline double optimizer_peak(double persistent, double step_only, double dynamic) {
+  return persistent + std::max(0.0, step_only - dynamic);
+}
+// CPU activation offload (offload.cpp): the transformer layers of a stage that keep their activations on the GPU
+// (the offloaded ones leave one layer's staging buffer), and the host-link time of one layer's activations out in
+// the forward and back in the backward pass.
+double resident_layers(const Layout& l, int stage_layers);
+double offload_layer_s(const Resolved& R, double layer_bytes);
 
 // --- mixture of experts, MLA, MTP: the generalised layer (moe_*.cpp; docs/model.md §9) -----------------------------
 // Taken only when R.moe.on; a plain dense model never reaches these, so its numbers are the dense terms'.
@@ -125,7 +146,11 @@ struct MoePhases {
 MoePhases moe_layer_phases(const Resolved& R, const ModelParams& p, const Layout& l);
 // Selective recompute of the generalised layer is Megatron-Core's MoE set (core attention, norms, MLA
 // up-projections, activation functions): what it recomputes beyond the attention core (recompute_s).
-double moe_recompute_extra_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c);
+// The generalised layer's selective recompute, module by module (the attention core, norms, activation functions,
+// MLA up-projections, the dense MLP, the MoE block, the shared experts).
+double moe_recompute_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c);
+// Activation bytes one generalised layer keeps per micro-batch (averaged over the layer mix).
+double moe_layer_activation_bytes(const Resolved& R, const ModelParams& p, const Layout& l);
 // Share of the dense per-layer TP collectives a layer of the mix still has: MoE layers keep the attention's two and
 // the MLP's only for shared experts or expert TP.
 double moe_tp_comm_share(const Resolved& R, const Layout& l);

@@ -148,6 +148,21 @@ int special_cases(const fs::path& out) {
       n += emit(out / ("fixed-405b-uneven-pp8-vpp4__" + tag), s405, fixed(s405, 8, 8, 4, 1, Recompute::Selective));
       Scenario s8 = scenario("llama3-8b", f, v.id, 1);
       n += emit(out / ("fixed-8b-megatron-fsdp__" + tag), s8, fixed(s8, 2, 1, 1, 3, Recompute::Full));
+      // The memory features: recompute by module and the precision-aware optimizer (every pinned version), CPU
+      // activation offload where the version has it (Megatron main, NeMo).
+      Plan mem = fixed(v3, 2, 8, 4, 1, Recompute::Selective, 64, 1, Dispatcher::Flex);
+      mem.layout.recompute_modules = recompute_modules_from_string("mla_up_proj,mlp");
+      mem.layout.optimizer_moments = StateDtype::Bf16;
+      if (const std::string why = layout_problem(v3, mem.layout, f); !why.empty())
+        throw std::runtime_error("memory-feature layout refused: " + why);
+      n += emit(out / ("fixed-deepseek-v3-memory-features__" + tag), v3, mem);
+      if (f == Framework::Nemo || v.id == "main") {
+        Plan off = fixed(s8, 1, 1, 1, 1, Recompute::None);
+        off.layout.offload_layers = 8;
+        if (const std::string why = layout_problem(s8, off.layout, f); !why.empty())
+          throw std::runtime_error("offload layout refused: " + why);
+        n += emit(out / ("fixed-8b-cpu-offload__" + tag), s8, off);
+      }
     }
     if (f == Framework::Torchtitan) {
       Scenario s70 = scenario("llama3-70b", f, v.id, 8);

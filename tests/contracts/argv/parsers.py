@@ -150,6 +150,8 @@ def argparse_kwargs(spec):
         kw = _typed(_unwrap_optional(t), choices)
     if choices is not None and "choices" not in kw:
         kw["choices"] = choices
+    if "nargs" in spec and "nargs" not in kw:
+        kw["nargs"] = spec["nargs"]  # the source's own count ('*', '+', '?', N): --recompute-modules takes several
     return kw
 
 

@@ -2,6 +2,8 @@
 // breakdown line, bars and legend, its runner-up note, `explain` and the accuracy report's recipe check walk.
 #pragma once
 
+#include <string_view>
+
 #include "paratune/advisor/plan.h"
 
 namespace paratune::advisor {
@@ -11,23 +13,30 @@ struct BreakdownTerm {
   double Breakdown::*field;
   char bar;                   // its character in `advise`'s breakdown bars
   const char* legend;         // what the bar's legend calls it
-  bool moe_only;              // mixture-of-experts models only: left out of JSON and text when both MoE terms are 0
+  const char* group;          // "" always shown; "moe", "offload": shown where a term of the group is priced
 };
 
 inline constexpr BreakdownTerm kBreakdownTerms[] = {
-    {"compute", &Breakdown::compute, '#', "compute", false},
-    {"recompute", &Breakdown::recompute, 'r', "recompute", false},
-    {"tp_comm", &Breakdown::tp_comm, 't', "TP comm", false},
-    {"cp_comm", &Breakdown::cp_comm, 'c', "CP comm", false},
-    {"pp_bubble", &Breakdown::pp_bubble, 'b', "pipeline bubble", false},
-    {"pp_comm", &Breakdown::pp_comm, 'p', "PP comm", false},
-    {"dp_comm_exposed", &Breakdown::dp_comm_exposed, 'd', "DP/ZeRO comm exposed", false},
-    {"optimizer", &Breakdown::optimizer, 'o', "optimizer", false},
-    {"other", &Breakdown::other, '.', "other", false},
-    {"ep_comm", &Breakdown::ep_comm, 'e', "EP all-to-all", true},
-    {"moe_imbalance", &Breakdown::moe_imbalance, 'i', "MoE load imbalance", true}};
+    {"compute", &Breakdown::compute, '#', "compute", ""},
+    {"recompute", &Breakdown::recompute, 'r', "recompute", ""},
+    {"tp_comm", &Breakdown::tp_comm, 't', "TP comm", ""},
+    {"cp_comm", &Breakdown::cp_comm, 'c', "CP comm", ""},
+    {"pp_bubble", &Breakdown::pp_bubble, 'b', "pipeline bubble", ""},
+    {"pp_comm", &Breakdown::pp_comm, 'p', "PP comm", ""},
+    {"dp_comm_exposed", &Breakdown::dp_comm_exposed, 'd', "DP/ZeRO comm exposed", ""},
+    {"optimizer", &Breakdown::optimizer, 'o', "optimizer", ""},
+    {"other", &Breakdown::other, '.', "other", ""},
+    {"ep_comm", &Breakdown::ep_comm, 'e', "EP all-to-all", "moe"},
+    {"moe_imbalance", &Breakdown::moe_imbalance, 'i', "MoE load imbalance", "moe"},
+    {"offload", &Breakdown::offload, 'h', "host offload", "offload"}};
 
-// Whether a breakdown has the mixture-of-experts terms (an MoE layout prices its all-to-all or imbalance).
-inline bool has_moe_terms(const Breakdown& b) { return b.ep_comm > 0 || b.moe_imbalance > 0; }
+// Whether a term is shown for this breakdown: a term of no group always; a grouped one (the mixture-of-experts
+// terms; CPU activation offload) when any term of its group is priced.
+inline bool shown(const Breakdown& b, const BreakdownTerm& term) {
+  if (!*term.group) return true;
+  for (const auto& t : kBreakdownTerms)
+    if (std::string_view(t.group) == term.group && b.*t.field > 0) return true;
+  return false;
+}
 
 }  // namespace paratune::advisor

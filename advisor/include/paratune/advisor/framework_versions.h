@@ -35,5 +35,7 @@ std::string stack_problem(const Scenario& s);
 
 // "" when the version can run this layout, else why not (the search skips such layouts; predict refuses them).
 std::string version_problem(const Scenario& s, const Layout& l, Framework f);
+// The memory-feature part of it (precision-aware optimizer, recompute modules, CPU activation offload).
+std::string memory_feature_problem(const Scenario& s, const Layout& l, Framework f, const FrameworkVersion& v);
 
 }  // namespace paratune::advisor

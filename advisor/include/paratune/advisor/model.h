@@ -132,8 +132,10 @@ double model_flops_per_token(const ModelSpec& m);
 // tokens*h*(4 + 6 + 4g/a + 2 + (gated ? 6 : 4) f/h + 2*dropout) [+ 5 a s * tokens without flash attention],
 // the replicated part (norms, QKV/MLP inputs, dropout masks) not divided by t unless sequence parallel.
 // With fp8 (Transformer Engine / float8 linears) the inputs saved for the linear layers are kept in 1 byte.
+// With selective recompute, `modules` names what is rebuilt (scenario.h recompute_module; 0 = the attention core):
+// layernorm drops the norm outputs, mlp the MLP's fc1 and activation outputs, core_attn the s x s scores.
 double activation_bytes_per_layer(const ModelSpec& m, int b, int tp, int cp, bool sp, Recompute r, bool flash,
-                                  bool fp8 = false);
+                                  bool fp8 = false, unsigned modules = 0);
 
 // The scenario resolved once (resolved.h); evaluate() then adds up the model's named terms (advisor/src/model/:
 // compute, collectives, parallel communication, pipeline, once-per-step terms, memory), allocation-free (about a

@@ -20,14 +20,29 @@ struct Layout {
   // Mixture of experts ("parallel folding": the experts' ep x etp x edp = tp x cp x dp of the attention).
   int ep = 1, etp = 1;
   Dispatcher dispatcher = Dispatcher::AllToAll;
+  // Memory features: the optimizer's moment and main-parameter dtypes (anything but fp32 = Megatron-Core's
+  // precision-aware optimizer), the selective-recompute module set (0 = the default set; recompute_module_set()),
+  // and how many transformer layers offload their activations to host memory.
+  StateDtype optimizer_moments = StateDtype::Fp32, main_params = StateDtype::Fp32;
+  unsigned recompute_modules = 0;
+  int offload_layers = 0;
+  bool precision_aware_optimizer() const {
+    return optimizer_moments != StateDtype::Fp32 || main_params != StateDtype::Fp32;
+  }
   int grad_accum(int global_batch) const { return global_batch / (dp * micro_batch); }
 };
+
+// The modules selective recompute rebuilds in layout l: none without selective recompute, the layout's own set, or
+// the default: the attention core for dense layers (Korthikanti et al. 2022), and for the generalised (MoE / MLA)
+// layer Megatron-Core's MoE recipe set core_attn, layernorm, mla_up_proj, moe_act.
+unsigned recompute_module_set(const Layout& l, bool moe_layer);
 
 struct Breakdown {  // seconds per optimizer step
   double compute = 0, recompute = 0, tp_comm = 0, cp_comm = 0, pp_bubble = 0, pp_comm = 0,
          dp_comm_exposed = 0, optimizer = 0, other = 0;
   double ep_comm = 0;        // MoE dispatch + combine all-to-all, exposed
   double moe_imbalance = 0;  // MoE: the busiest expert rank's excess over a balanced one (GEMMs and all-to-all)
+  double offload = 0;        // CPU activation offload: the offloaded layers' activations over the host link
 };
 
 struct MemoryBreakdown {  // GiB per GPU (the worst stage)

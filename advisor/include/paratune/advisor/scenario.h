@@ -36,6 +36,17 @@ enum class Dispatcher { AllToAll, AllGather, Flex };
 // flex dispatcher's backends), NVIDIA Transformer Engine (Megatron-Core's FP8, fused cuDNN attention, TP
 // communication overlap) and FlashAttention-3 (attention = "flash3").
 enum class Kernel { DeepEP, HybridEP, TransformerEngine, FlashAttention3 };
+// The dtype an optimizer state is kept in: Adam's moments (exp_avg, exp_avg_sq) and the main (master) parameters
+// under Megatron-Core's precision-aware optimizer (--use-precision-aware-optimizer --exp-avg-dtype
+// --exp-avg-sq-dtype --main-params-dtype; FP8 moments are stored as uint8). Fp32 everywhere = the plain optimizer.
+enum class StateDtype { Fp32, Bf16, Fp16, Fp8 };
+// Modules whose activations selective recompute rebuilds in the backward pass instead of keeping (Megatron-Core
+// --recompute-modules; TransformerConfig.recompute_modules): one bit each, a set is their OR. 0 = the default set
+// (recompute_module_set()).
+namespace recompute_module {
+constexpr unsigned kCoreAttn = 1, kMoeAct = 2, kLayernorm = 4, kMlaUpProj = 8, kMlp = 16, kMoe = 32,
+                   kSharedExperts = 64, kAll = 127;
+}  // namespace recompute_module
 
 const char* to_string(Framework f);
 const char* to_string(Precision p);
@@ -53,6 +64,12 @@ MoeRouter moe_router_from_string(const std::string& s);
 Dispatcher dispatcher_from_string(const std::string& s);
 const char* to_string(Kernel k);  // "deepep", "hybridep", "te", "flash3"
 Kernel kernel_from_string(const std::string& s);
+const char* to_string(StateDtype d);  // "fp32", "bf16", "fp16", "fp8"
+StateDtype state_dtype_from_string(const std::string& s);
+double state_dtype_bytes(StateDtype d);
+// "core_attn,moe_act" (Megatron's names, in its order); the parser takes names separated by ',', '+' or spaces.
+std::string recompute_modules_to_string(unsigned modules);
+unsigned recompute_modules_from_string(const std::string& s);
 // Parsers throw std::invalid_argument whose message lists the valid choices.
 Framework framework_from_string(const std::string& s);
 Precision precision_from_string(const std::string& s);
@@ -200,6 +217,12 @@ struct ParallelSpec {
   // ZeRO-2/3 sharding scope (FSDP/torchtitan hybrid sharding, HSDP): the model state is sharded over groups of
   // this many data-parallel ranks and replicated across groups; unset = the search chooses (0 = over all of them).
   std::optional<int> shard_group;
+  // Memory features (unset = the search chooses; docs/model.md §3): Adam's moments and the main parameters in a
+  // narrower dtype (Megatron/NeMo precision-aware optimizer), the modules selective recompute rebuilds, and the
+  // transformer layers whose activations are offloaded to host memory (Megatron --cpu-offloading-num-layers).
+  std::optional<StateDtype> optimizer_moments, main_params;
+  std::optional<unsigned> recompute_modules;
+  std::optional<int> offload_layers;
 };
 
 struct Scenario {

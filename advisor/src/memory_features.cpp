@@ -1,0 +1,78 @@
+// Names of the memory features (optimizer state dtypes, recompute modules) and the default recompute set.
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+#include <string>
+
+#include "paratune/advisor/plan.h"
+#include "paratune/advisor/scenario.h"
+
+namespace paratune::advisor {
+
+namespace {
+// Megatron-Core's names (TransformerConfig.recompute_modules), in its documented order.
+constexpr struct {
+  unsigned bit;
+  const char* name;
+} kModules[] = {{recompute_module::kCoreAttn, "core_attn"}, {recompute_module::kMoeAct, "moe_act"},
+                {recompute_module::kLayernorm, "layernorm"}, {recompute_module::kMlaUpProj, "mla_up_proj"},
+                {recompute_module::kMlp, "mlp"}, {recompute_module::kMoe, "moe"},
+                {recompute_module::kSharedExperts, "shared_experts"}};
+}  // namespace
+
+const char* to_string(StateDtype d) {
+  switch (d) {
+    case StateDtype::Fp32: return "fp32";
+    case StateDtype::Bf16: return "bf16";
+    case StateDtype::Fp16: return "fp16";
+    case StateDtype::Fp8: return "fp8";
+  }
+  return "?";
+}
+
+StateDtype state_dtype_from_string(const std::string& s) {
+  for (StateDtype d : {StateDtype::Fp32, StateDtype::Bf16, StateDtype::Fp16, StateDtype::Fp8})
+    if (s == to_string(d)) return d;
+  throw std::invalid_argument("'" + s + "' is not an optimizer state dtype; valid: fp32, bf16, fp16, fp8");
+}
+
+// Megatron's argument parser maps fp8 moments to torch.uint8 (megatron/training/arguments.py dtype_map).
+double state_dtype_bytes(StateDtype d) { return d == StateDtype::Fp32 ? 4 : d == StateDtype::Fp8 ? 1 : 2; }
+
+std::string recompute_modules_to_string(unsigned modules) {
+  std::string out;
+  for (const auto& m : kModules)
+    if (modules & m.bit) out += (out.empty() ? "" : ",") + std::string(m.name);
+  return out;
+}
+
+unsigned recompute_modules_from_string(const std::string& s) {
+  unsigned mask = 0;
+  std::string name;
+  auto take = [&] {
+    if (name.empty()) return;
+    const auto* it = std::find_if(std::begin(kModules), std::end(kModules), [&](const auto& m) { return name == m.name; });
+    if (it == std::end(kModules))
+      throw std::invalid_argument("'" + name + "' is not a recompute module; valid: core_attn, moe_act, layernorm, "
+                                  "mla_up_proj, mlp, moe, shared_experts");
+    mask |= it->bit;
+    name.clear();
+  };
+  for (char c : s) {
+    if (c == ',' || c == '+' || std::isspace(static_cast<unsigned char>(c))) take();
+    else name += c;
+  }
+  take();
+  if (mask == 0) throw std::invalid_argument("no recompute module named; valid: core_attn, moe_act, layernorm, "
+                                             "mla_up_proj, mlp, moe, shared_experts");
+  return mask;
+}
+
+unsigned recompute_module_set(const Layout& l, bool moe_layer) {
+  using namespace recompute_module;
+  if (l.recompute != Recompute::Selective) return 0;
+  if (l.recompute_modules != 0) return l.recompute_modules;
+  return moe_layer ? kCoreAttn | kLayernorm | kMlaUpProj | kMoeAct : kCoreAttn;
+}
+
+}  // namespace paratune::advisor
