@@ -182,10 +182,12 @@ struct PlanDir {
 
 int print_plan(const JobDryRunArgs& a, const Facts& f, const job::DecidedJob& d) {
   if (a.as_json) {
+    std::vector<std::string> all_notes = d.notes;  // the decision's (as in plan.json), then where the facts came from
+    all_notes.insert(all_notes.end(), f.notes.begin(), f.notes.end());
     std::printf("%s\n", json{{"mode", to_string(f.step.mode.mode)}, {"summary", d.summary},
                              {"env", env_json(d.injection)}, {"unset", d.injection.unset},
                              {"files", files_json(d.dir)}, {"dir", a.write_dir.empty() ? "" : d.dir},
-                             {"policy_changes", d.changes}, {"notes", f.notes}}
+                             {"policy_changes", d.changes}, {"notes", all_notes}}
                             .dump(2, ' ', false, json::error_handler_t::replace)
                             .c_str());
     return kOk;

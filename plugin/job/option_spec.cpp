@@ -16,7 +16,8 @@ constexpr size_t kMaxSpecLength = 4096;
 constexpr size_t kMaxTokens = 32;
 constexpr const char* kValidKeys =
     "model, seq, gbs, mbs, framework, framework_version, mode, precision, tp, pp, cp, ep, etp, dispatcher, zero, "
-    "recompute, attention, fp8_recipe, compile, tp_overlap, resume";
+    "recompute, recompute_modules, optimizer_moments, main_params, offload_layers, attention, fp8_recipe, compile, "
+    "tp_comm_overlap, resume";
 
 std::string join_presets() {
   std::string out;
@@ -108,7 +109,16 @@ void apply_key(OptionSpec& spec, std::string_view token) {
   else if (key == "attention") spec.attention = advisor::to_string(checked(token, value, advisor::attention_from_string));
   else if (key == "fp8_recipe") spec.fp8_recipe = advisor::to_string(checked(token, value, advisor::fp8_recipe_from_string));
   else if (key == "compile") spec.compile = checked(token, value, yes_no);
-  else if (key == "tp_overlap") spec.tp_overlap = checked(token, value, yes_no);
+  else if (key == "tp_comm_overlap") spec.tp_comm_overlap = checked(token, value, yes_no);
+  else if (key == "tp_overlap") {  // the old spelling: the scenario file, the plan and Megatron say tp_comm_overlap
+    spec.tp_comm_overlap = checked(token, value, yes_no);
+    spec.notes.push_back("--paratune: tp_overlap is the old spelling of tp_comm_overlap (accepted)");
+  } else if (key == "optimizer_moments" || key == "main_params") {
+    const auto dtype = advisor::to_string(checked(token, value, advisor::state_dtype_from_string));
+    (key == "main_params" ? spec.main_params : spec.optimizer_moments) = dtype;
+  } else if (key == "recompute_modules") {  // '+' between modules: ',' separates the SPEC's own items
+    spec.recompute_modules = advisor::recompute_modules_to_string(checked(token, value, advisor::recompute_modules_from_string));
+  } else if (key == "offload_layers") spec.offload_layers = parse_int(key, value, 0, 1024);
   else if (key == "resume") spec.resume_plan = resume_path(token, value);
   else if (key == "mode") spec.mode = checked(token, value, [](const std::string& v) { return mode_from_string(v); });
   else {
@@ -164,8 +174,9 @@ const char* option_usage() {
   return "Let paratune choose the parallel layout and NCCL settings. SPEC: empty (site default), a model preset "
          "(e.g. llama3-70b), key=value,... (model, seq, gbs, mbs, framework, framework_version, mode=apply|suggest|off, "
          "precision, tp, pp, cp, ep, etp, dispatcher=alltoall|allgather|flex, zero, recompute, attention, fp8_recipe, "
-         "compile=yes|no, tp_overlap=yes|no, resume=PLAN.json: keep that run's checkpoint format), or @FILE (a "
-         "scenario TOML file).";
+         "recompute_modules=core_attn+mlp+..., optimizer_moments=fp32|bf16|fp16|fp8, main_params=fp32|fp16, "
+         "offload_layers=N, compile=yes|no, tp_comm_overlap=yes|no, resume=PLAN.json: keep that run's checkpoint "
+         "format), or @FILE (a scenario TOML file).";
 }
 
 }  // namespace paratune::job

@@ -3,7 +3,8 @@
 //   --paratune                      the site/default scenario
 //   --paratune=PRESET               a model preset from the catalog, e.g. llama3-70b
 //   --paratune=key=value,...        keys: model seq gbs mbs framework mode precision tp pp cp ep etp dispatcher
-//                                   zero recompute attention fp8_recipe compile tp_overlap framework_version
+//                                   zero recompute recompute_modules optimizer_moments main_params offload_layers
+//                                   attention fp8_recipe compile tp_comm_overlap (alias tp_overlap) framework_version
 //   --paratune=PRESET,key=value...  a preset refined by keys
 //   --paratune=@FILE                a scenario TOML file
 //   resume=PLAN (a key)             the plan.json of the run whose checkpoints this one loads: the plan keeps
@@ -15,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "paratune/policies/policy.h"
 
@@ -33,9 +35,11 @@ struct OptionSpec {
   std::string raw;                         // what the user typed ("" for bare --paratune)
   std::string scenario_file;               // @FILE
   std::optional<std::string> model;        // preset key
-  std::optional<int> seq, gbs, mbs, tp, pp, cp, zero, ep, etp;
+  std::optional<int> seq, gbs, mbs, tp, pp, cp, zero, ep, etp, offload_layers;
   std::optional<std::string> framework, framework_version, precision, recompute, attention, fp8_recipe, dispatcher;
-  std::optional<bool> compile, tp_overlap;
+  std::optional<std::string> optimizer_moments, main_params, recompute_modules;  // canonical spellings
+  std::optional<bool> compile, tp_comm_overlap;
+  std::vector<std::string> notes;          // what the parser accepted but would rather see spelled otherwise
   std::optional<Mode> mode;
   std::optional<std::string> resume_plan;  // resume=PLAN: a previous plan.json (relative: the submit directory)
 };

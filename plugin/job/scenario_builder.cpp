@@ -178,6 +178,7 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
     s.model = advisor::model_preset(preset);
   }
   s.cluster = cluster_from_topology(topo, alloc, notes);
+  notes.insert(notes.end(), spec.notes.begin(), spec.notes.end());
   if (spec.seq) s.model.seq_len = *spec.seq;
   if (spec.framework) s.training.framework = advisor::framework_from_string(*spec.framework);
   if (spec.framework_version) s.training.framework_version = *spec.framework_version;
@@ -193,7 +194,7 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.attention) s.training.attention = advisor::attention_from_string(*spec.attention);
   if (spec.fp8_recipe) s.training.fp8_recipe = advisor::fp8_recipe_from_string(*spec.fp8_recipe);
   if (spec.compile) s.training.compile = *spec.compile;
-  if (spec.tp_overlap) s.training.tp_comm_overlap = *spec.tp_overlap;
+  if (spec.tp_comm_overlap) s.training.tp_comm_overlap = *spec.tp_comm_overlap;
   if (spec.gbs) s.training.global_batch = *spec.gbs;
   if (s.training.global_batch <= 0) {
     s.training.global_batch = default_global_batch(s.model.seq_len, s.total_gpus());
@@ -209,6 +210,11 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.mbs) s.parallel.micro_batch = *spec.mbs;
   if (spec.zero) s.parallel.zero_stage = *spec.zero;
   if (spec.recompute) s.parallel.recompute = advisor::recompute_from_string(*spec.recompute);
+  // Memory features (docs/model.md §3): validate() refuses what the framework or the layout cannot have.
+  if (spec.optimizer_moments) s.parallel.optimizer_moments = advisor::state_dtype_from_string(*spec.optimizer_moments);
+  if (spec.main_params) s.parallel.main_params = advisor::state_dtype_from_string(*spec.main_params);
+  if (spec.recompute_modules) s.parallel.recompute_modules = advisor::recompute_modules_from_string(*spec.recompute_modules);
+  if (spec.offload_layers) s.parallel.offload_layers = *spec.offload_layers;
   // A GPU the probe could not name (an NCCL file without device ids) is validated after the site policy, whose
   // facts.gpu may name it (decide()).
   if (advisor::is_gpu_key(s.cluster.gpu)) advisor::validate(s);

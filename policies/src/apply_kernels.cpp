@@ -54,7 +54,7 @@ void drop_stack_settings(const EffectivePolicy& p, advisor::Scenario& s, std::ve
     t.attention.reset();
   }
   if (t.tp_comm_overlap.value_or(false)) {
-    ch.push_back({"TP communication overlap off (user asked tp_overlap=yes)", why + ": it is Transformer Engine's"});
+    ch.push_back({"TP communication overlap off (user asked tp_comm_overlap=yes)", why + ": it is Transformer Engine's"});
     t.tp_comm_overlap = false;
   }
 }

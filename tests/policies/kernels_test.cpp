@@ -135,7 +135,7 @@ TEST(Kernels, WithoutTransformerEngine) {
   EXPECT_TRUE(has_change(ch, "attention flash3 not used (user asked attention=flash3) — [defaults] facts.kernels = "
                              "[deepep]: FlashAttention-3 not installed"))
       << all(ch);
-  EXPECT_TRUE(has_change(ch, "TP communication overlap off (user asked tp_overlap=yes) — [defaults] facts.kernels = "
+  EXPECT_TRUE(has_change(ch, "TP communication overlap off (user asked tp_comm_overlap=yes) — [defaults] facts.kernels = "
                              "[deepep]: it is Transformer Engine's"))
       << all(ch);
   advisor::validate(s);

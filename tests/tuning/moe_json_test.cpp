@@ -63,3 +63,27 @@ TEST(MoeJson, DenseRecordsKeepTheirKeys) {
   EXPECT_EQ(old.ep, 1);
   EXPECT_EQ(old.dispatcher, Dispatcher::AllToAll);
 }
+
+// The memory features of a layout survive the plan's JSON (plan.json, the tuning log's "plan"), so that a logged
+// job predicts again as it was planned; a layout without them keeps the old keys only.
+TEST(MoeJson, MemoryFeaturesRoundTrip) {
+  Layout l;
+  l.optimizer_moments = StateDtype::Bf16;
+  l.main_params = StateDtype::Fp16;
+  l.recompute = Recompute::Selective;
+  l.recompute_modules = recompute_module::kCoreAttn | recompute_module::kMlp;
+  l.offload_layers = 6;
+  const auto j = layout_to_json(l);
+  EXPECT_EQ(j["optimizer_moments"], "bf16");
+  EXPECT_EQ(j["main_params"], "fp16");
+  EXPECT_EQ(j["recompute_modules"], "core_attn,mlp");  // Megatron's names, in its order
+  EXPECT_EQ(j["offload_layers"], 6);
+  const Layout b = layout_from_json(j);
+  EXPECT_EQ(b.optimizer_moments, StateDtype::Bf16);
+  EXPECT_EQ(b.main_params, StateDtype::Fp16);
+  EXPECT_EQ(b.recompute_modules, l.recompute_modules);
+  EXPECT_EQ(b.offload_layers, 6);
+  for (const char* key : {"optimizer_moments", "main_params", "recompute_modules", "offload_layers"})
+    EXPECT_FALSE(layout_to_json(Layout{}).contains(key)) << key;
+  EXPECT_THROW(layout_from_json(nlohmann::json{{"optimizer_moments", "int4"}}), std::invalid_argument);
+}

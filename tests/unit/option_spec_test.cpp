@@ -115,7 +115,13 @@ TEST(OptionSpec, StackKeys) {
   EXPECT_EQ(*s.attention, "flash3");
   EXPECT_EQ(*s.fp8_recipe, "rowwise");
   EXPECT_TRUE(*s.compile);
-  EXPECT_FALSE(*s.tp_overlap);
+  EXPECT_FALSE(*s.tp_comm_overlap);
+  // tp_overlap is the old spelling: accepted, with a note; the canonical key gives no note.
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_NE(s.notes[0].find("old spelling of tp_comm_overlap"), std::string::npos) << s.notes[0];
+  const auto canonical = parse_option_spec("llama3-8b,tp_comm_overlap=yes");
+  EXPECT_TRUE(*canonical.tp_comm_overlap);
+  EXPECT_TRUE(canonical.notes.empty());
   try {
     parse_option_spec("llama3-8b,attention=sdpa");
     FAIL() << "an unknown attention kernel was accepted";
@@ -153,4 +159,24 @@ TEST(OptionSpec, ExpertLayoutKeys) {
                               "", notes),
                std::invalid_argument)
       << "a dense model has no experts";
+}
+
+// The memory-feature keys (docs/model.md §3) parse with the advisor's own parsers: dtypes by name, modules by
+// Megatron's names joined with '+', since ',' separates the SPEC's items; bad values name what is valid.
+TEST(OptionSpec, MemoryFeatureKeys) {
+  const auto s = parse_option_spec(
+      "deepseek-v3,optimizer_moments=bf16,main_params=fp16,recompute_modules=mlp+core_attn,offload_layers=4");
+  EXPECT_EQ(*s.optimizer_moments, "bf16");
+  EXPECT_EQ(*s.main_params, "fp16");
+  EXPECT_EQ(*s.recompute_modules, "core_attn,mlp");  // Megatron's order
+  EXPECT_EQ(*s.offload_layers, 4);
+  for (const char* bad : {"llama3-8b,optimizer_moments=int4", "llama3-8b,recompute_modules=attention",
+                          "llama3-8b,offload_layers=-1", "llama3-8b,offload_layers=2000"}) {
+    try {
+      parse_option_spec(bad);
+      FAIL() << bad << " was accepted";
+    } catch (const SpecError& e) {
+      EXPECT_NE(std::string(e.what()).find("--paratune: '"), std::string::npos) << e.what();
+    }
+  }
 }

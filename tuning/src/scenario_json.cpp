@@ -181,6 +181,10 @@ Layout layout_from_json(const json& j) {
   opt_num(j, "first_stage_layers", l.first_stage_layers, "plan.");
   opt_num(j, "last_stage_layers", l.last_stage_layers, "plan.");
   if (auto d = opt_str(j, "dispatcher"); !d.empty()) l.dispatcher = dispatcher_from_string(d);
+  if (auto d = opt_str(j, "optimizer_moments"); !d.empty()) l.optimizer_moments = state_dtype_from_string(d);
+  if (auto d = opt_str(j, "main_params"); !d.empty()) l.main_params = state_dtype_from_string(d);
+  if (auto m = opt_str(j, "recompute_modules"); !m.empty()) l.recompute_modules = recompute_modules_from_string(m);
+  opt_num(j, "offload_layers", l.offload_layers, "plan.");
   if (l.ep < 1) l.ep = 1;
   if (l.etp < 1) l.etp = 1;
   return l;
@@ -239,6 +243,12 @@ json layout_to_json(const Layout& l) {
   if (l.first_stage_layers > 0 || l.last_stage_layers > 0) {  // a planned stage layout; others keep their keys
     j["first_stage_layers"] = l.first_stage_layers; j["last_stage_layers"] = l.last_stage_layers;
   }
+  // Memory features (docs/model.md §3), only where a layout uses them: a logged plan predicts again as planned.
+  if (l.precision_aware_optimizer()) {
+    j["optimizer_moments"] = to_string(l.optimizer_moments); j["main_params"] = to_string(l.main_params);
+  }
+  if (l.recompute_modules != 0) j["recompute_modules"] = recompute_modules_to_string(l.recompute_modules);
+  if (l.offload_layers > 0) j["offload_layers"] = l.offload_layers;
   return j;
 }
 

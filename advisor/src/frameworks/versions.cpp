@@ -71,7 +71,7 @@ std::string kernel_stack_problem(const Scenario& s) {
   if (mcore && s.cluster.lacks(Kernel::TransformerEngine)) {
     if (t.precision == Precision::Fp8) return std::string("FP8 training needs Transformer Engine") + fix + "; plan bf16";
     if (t.tp_comm_overlap.value_or(false))
-      return std::string("tp_overlap=yes needs Transformer Engine (userbuffers)") + fix + "; give tp_overlap=no";
+      return std::string("tp_comm_overlap=yes needs Transformer Engine (userbuffers)") + fix + "; give tp_comm_overlap=no";
     if (t.attention == Attention::Cudnn) return std::string("attention=cudnn needs Transformer Engine") + fix;
   }
   if (t.attention == Attention::Flash3 && s.cluster.lacks(Kernel::FlashAttention3))
@@ -92,7 +92,7 @@ std::string stack_problem(const Scenario& s) {
     return who + "training.mixed_precision_param accepts bfloat16 or float32 only (its Literal type); use bf16";
   if (t.framework == F::Torchtitan && t.tp_comm_overlap.value_or(false) && !t.compile.value_or(false))
     return who + "async tensor parallelism raises \"Async TP requires 'model' in --compile.components and "
-                 "--compile.enable\": set compile=yes or tp_overlap=no";
+                 "--compile.enable\": set compile=yes or tp_comm_overlap=no";
   if (t.precision == Precision::Fp8 && t.fp8_recipe == Fp8Recipe::Rowwise &&
       (t.framework == F::Megatron || t.framework == F::Nemo))
     return who + "--fp8-recipe accepts tensorwise, delayed, mxfp8 or blockwise (no rowwise)";
