@@ -121,7 +121,8 @@ class ChosenReader {
     const std::string_view text =
         c.source < windows_.size() ? windows_[c.source].get(c.offset, c.length) : std::string_view();
     auto e = text.empty() ? std::nullopt : parser_.parse(text, true, c.line, detail::Depth::kFull, &problem_);
-    const std::string name = c.source < sources_.size() ? sources_[c.source]->name() : std::string();
+    static const std::string unknown;
+    const std::string& name = c.source < sources_.size() ? sources_[c.source]->name() : unknown;
     if (!e) {
       stats_->problems.push_back({name, c.line, "changed while it was read; left out"});
       return;
