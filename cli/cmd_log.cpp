@@ -35,11 +35,13 @@ const char* kDescription =
     "complete copy wins (achieved figures, then an OOM record, then scenario and plan, then the later end).\n"
     "Lines of the log that cannot be read are reported on stderr as FILE:LINE: problem and skipped.";
 const char* kFooter =
-    "exit status: 0 ok, 1 the log cannot be read or the SVG written, 2 bad option, 3 --job names no selected job";
+    "exit status: 0 ok, 1 the log cannot be read (--source index: the store is missing or stale) or the SVG\n"
+    "written, 2 bad option, 3 --job names no selected job";
 
 struct LogArgs {
   std::vector<std::string> paths;
-  std::string svg_path, job, since;
+  std::string svg_path, job, since, until, source = "auto";
+  StoreChoice store;
   LogFilter filter;
   bool as_json = false, suspects = false, ooms = false;
   double threshold = kDefaultSuspectThreshold;
@@ -110,6 +112,11 @@ int write_svg(const LogArgs& a, const PlotSample& plots) {
 int run(const LogArgs& a) {
   LogFilter filter = a.filter;
   if (!a.since.empty()) filter.since = parse_date(a.since);  // checked by the option's validator
+  if (!a.until.empty()) filter.until = parse_date(a.until);
+  StoreChoice store = a.store;
+  store.mode = a.source == "stream" ? StoreChoice::Mode::kStream
+               : a.source == "index" ? StoreChoice::Mode::kIndex
+                                     : StoreChoice::Mode::kAuto;
   // One pass over the log feeds every view asked for; each keeps only what it prints.
   PlotSample plots(a.threshold, a.job);
   SuspectTally suspects(a.threshold);
@@ -123,7 +130,7 @@ int run(const LogArgs& a) {
     else if (a.as_json) json.add(row_json(e, a.threshold));
     else table.add(e);
     if (svg) plots.add(e);  // last: it may keep the entry itself
-  });
+  }, store);
   if (!in.any) return kFailure;
   const int status = in.complete ? kOk : kFailure;  // what could be read is shown; the status says not all
   if (a.suspects) print_suspects(suspects.nodes(a.min_jobs), a.as_json, a.min_jobs, a.threshold);
@@ -147,8 +154,23 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
                  "jobs that ended at or after DATE (YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS][Z|+HH:MM], or @UNIX)")
       ->type_name("DATE")
       ->check(options::parsed_by([](const std::string& v) { parse_date(v); }));
+  app.add_option("--until", a->until, "jobs that ended at or before DATE (forms as --since)")
+      ->type_name("DATE")
+      ->check(options::parsed_by([](const std::string& v) { parse_date(v); }));
   app.add_option("--user", a->filter.user, "only this user's jobs")->type_name("U");
   app.add_option("--partition", a->filter.partition, "only this partition's jobs")->type_name("P");
+  app.add_option("--job-id", a->filter.job_id, "only this job")->type_name("ID");
+  app.add_option("--gpu", a->filter.gpu, "only jobs on this GPU model (as the table's gpu column shows it)")
+      ->type_name("GPU");
+  app.add_option("--framework", a->filter.framework, "only jobs of this framework (the scenario's, e.g. megatron)")
+      ->type_name("NAME");
+  app.add_option("--source", a->source,
+                 "auto (default): the history store (`paratune index`) when it is current for these logs, else\n"
+                 "the logs; index: the store or an error; stream: the logs. The same result either way")
+      ->type_name("auto|index|stream")
+      ->check(CLI::IsMember({"auto", "index", "stream"}));
+  app.add_option("--index", a->store.path, "the history store (default: tuning-index.sqlite beside the first --log)")
+      ->type_name("FILE");
   app.add_option("--threshold", a->threshold,
                  "the suspect threshold on the ratio (default 0.7; widened for uncalibrated jobs)")
       ->type_name("R")

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "paratune/tuning/scan/byte_source.h"
+#include "paratune/tuning/scan/log_store.h"
 
 namespace paratune::cli {
 
@@ -98,10 +99,11 @@ std::vector<std::string> expand_logs(const std::vector<std::string>& specs, cons
 }
 
 LogStream stream_logs(const std::vector<std::string>& specs, const char* command, const tuning::LogFilter& filter,
-                      const tuning::scan::EntrySink& sink) {
+                      const tuning::scan::EntrySink& sink, const StoreChoice& store) {
   LogStream r;
   std::vector<std::string> problems;
-  const auto files = log_files(specs.empty() ? std::vector<std::string>{kDefaultLogPath} : specs, &problems);
+  const auto named = specs.empty() ? std::vector<std::string>{kDefaultLogPath} : specs;
+  const auto files = log_files(named, &problems);
   for (const auto& p : problems) std::fprintf(stderr, "%s: %s\n", command, p.c_str());
   std::vector<std::unique_ptr<tuning::scan::FileSource>> open;
   std::vector<tuning::scan::ByteSource*> sources;
@@ -120,11 +122,26 @@ LogStream stream_logs(const std::vector<std::string>& specs, const char* command
       std::fprintf(stderr, "%s: %s\n", command, tuning::scan::merge_summary(st).c_str());
   };
   size_t reported = 0;
+  auto first_pass = [&](const tuning::scan::StreamStats& st) {
+    report(st);
+    reported = st.problems.size();
+  };
+  std::unique_ptr<tuning::scan::LogStore> index;
+  if (store.mode != StoreChoice::Mode::kStream) {
+    std::vector<tuning::scan::FileSource*> opened;
+    for (const auto& f : open) opened.push_back(f.get());
+    std::string why;
+    const std::string path = store.path.empty() ? tuning::scan::default_store_path(named) : store.path;
+    index = tuning::scan::LogStore::open_current(path, opened, &why);
+    if (!index && store.mode == StoreChoice::Mode::kIndex) {
+      std::fprintf(stderr, "%s: %s\n", command, why.c_str());
+      return r;
+    }
+  }
   try {
-    r.stats = tuning::scan::stream_merged(sources, filter, sink, {}, [&](const tuning::scan::StreamStats& st) {
-      report(st);
-      reported = st.problems.size();
-    });
+    r.from_index = index != nullptr;
+    r.stats = index ? index->query(filter, sink, first_pass)
+                    : tuning::scan::stream_merged(sources, filter, sink, {}, first_pass);
     for (size_t k = reported; k < r.stats.problems.size(); ++k) {  // lines that changed between the passes
       const auto& p = r.stats.problems[k];
       std::fprintf(stderr, "%s:%zu: %s\n", p.file.c_str(), p.line, p.message.c_str());

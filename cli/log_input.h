@@ -26,13 +26,22 @@ struct LogStream {
   std::vector<std::string> files;   // what was read
   bool any = false;                 // at least one file could be read
   bool complete = false;            // every file named could be read, and no spec yielded nothing
+  bool from_index = false;          // the history store answered (log_store.h)
+};
+
+// Where the merged log comes from: the files ("stream"), the history store when it is current and the files
+// otherwise ("auto"), or the store alone ("index": an error naming why when it is missing or stale). Both give
+// the same entries, problems and summary. `path` "": tuning/scan's default_store_path of the specs.
+struct StoreChoice {
+  enum class Mode { kStream, kAuto, kIndex } mode = Mode::kStream;
+  std::string path;
 };
 
 // Expand, open, merge and hand the entries that pass `filter` to `sink` one at a time, in end-time order.
 // Problems go to stderr prefixed with `command` ("paratune log: ..."), bad lines as FILE:LINE: problem, and, when
 // more than one file was read or copies were dropped, the merge summary -- all before the first entry.
 LogStream stream_logs(const std::vector<std::string>& specs, const char* command, const tuning::LogFilter& filter,
-                      const tuning::scan::EntrySink& sink);
+                      const tuning::scan::EntrySink& sink, const StoreChoice& store = {});
 
 // The files of `specs` (default: the default log) after expansion, problems on stderr as stream_logs says them.
 std::vector<std::string> expand_logs(const std::vector<std::string>& specs, const char* command);

@@ -11,6 +11,7 @@ demo_packages=(
   libhwloc-dev libibverbs-dev ibverbs-providers
   libtomlplusplus-dev libspdlog-dev nlohmann-json3-dev libcli11-dev
   libsimdjson-dev  # the CLI's streaming tuning-log reader (tuning/scan); Debian 12: 3.0.1, Debian 13: 3.12.3
+  libsqlite3-dev   # the CLI's history store of the tuning log (tuning/scan/log_store.h, `paratune index`)
 )
 test_packages=(
   git bzip2 iproute2

@@ -127,6 +127,27 @@ TEST(LogStream, FiltersAreAppliedToTheChosenCopy) {
   EXPECT_EQ(s.stats.jobs, 60u);  // positive control: the jobs were read, the filter left none
 }
 
+TEST(LogStream, JobGpuFrameworkAndUntilFiltersAgreeWithTheReference) {
+  // The published runs: several GPUs and frameworks (the framework is read from the scenario, which the first
+  // pass keeps only as parsed_scenario).
+  const std::string csv = std::string(PARATUNE_SOURCE_ROOT) + "/data/calibration/published/measurements.csv";
+  const std::string log = published_history(csv) + synthetic_history(20);
+  const MergedLog ref = merge_logs({{"t", log}});
+  ASSERT_GT(ref.entries.size(), 40u);
+  std::vector<LogFilter> filters(4);
+  filters[0].until = ref.entries[ref.entries.size() / 2].time;
+  filters[1].job_id = ref.entries[7].job_id;
+  filters[2].gpu = "a100-sxm4-80gb";
+  filters[3].framework = "fsdp";
+  for (const auto& f : filters) {
+    size_t n = 0;
+    for (const auto& e : ref.entries) n += f.matches(e);
+    EXPECT_GT(n, 0u);                    // the filter selects some entries
+    EXPECT_LT(n, ref.entries.size());    // and leaves some out
+    expect_same({{"t", log}}, f);
+  }
+}
+
 TEST(LogStream, CopiesOfAJobChooseAsMergeLogsDoes) {
   // achieved figures win over a later copy without; the later of two equal copies wins; first read breaks ties
   const std::string a = copy_line("7", 100, false) + copy_line("8", 200, true) + copy_line("9", 300, true);

@@ -50,7 +50,7 @@ TOML
 expect 2 "Subcommands:" 
 expect 0 "^paratune [0-9][^ ]* \(built for Slurm [0-9]+\.[0-9]+\.[0-9]+\)$" --version
 expect 0 "^paratune [0-9][^ ]* \(built for Slurm" version
-expect 2 "unknown command 'frobnicate'; valid: advise, calibrate, completion, explain, log, measure, policy, portability, predict, probe, run, summary" frobnicate
+expect 2 "unknown command 'frobnicate'; valid: advise, calibrate, completion, explain, index, log, measure, policy, portability, predict, probe, run, summary" frobnicate
 expect 2 "unknown option '--bogus'; valid: --help, --version" --bogus
 help=$("$cli" --help)
 commands=$(sed -n 's/^  \([a-z]*\)  .*/\1/p' <<<"$help")

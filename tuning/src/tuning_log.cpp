@@ -241,8 +241,16 @@ std::string format_date(long long t) {
 
 bool LogFilter::matches(const LogEntry& e) const {
   if (since && e.time < *since) return false;
+  if (until && e.time > *until) return false;
   if (!user.empty() && e.user != user) return false;
   if (!partition.empty() && e.partition != partition) return false;
+  if (!job_id.empty() && e.job_id != job_id) return false;
+  if (!gpu.empty() && e.gpu_model != gpu) return false;
+  if (!framework.empty()) {
+    // The streaming reader's first pass keeps the scenario only as parsed_scenario (not copied into the entry).
+    const auto& sc = e.scenario ? e.scenario : e.parsed_scenario ? e.parsed_scenario->value : e.scenario;
+    if (!sc || advisor::to_string(sc->training.framework) != framework) return false;
+  }
   return true;
 }
 

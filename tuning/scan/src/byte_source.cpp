@@ -35,6 +35,7 @@ FileSource::FileSource(const std::string& path) : path_(path) {
   dev_ = st.st_dev;
   ino_ = st.st_ino;
   size_ = uint64_t(st.st_size);
+  mtime_ns_ = int64_t(st.st_mtim.tv_sec) * 1000000000 + int64_t(st.st_mtim.tv_nsec);
   ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);  // a hint only: a failure changes nothing
 }
 

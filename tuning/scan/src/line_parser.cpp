@@ -20,11 +20,17 @@ using simdjson::dom::element_type;
 // Entries that were given a shared result keep it (shared_ptr), so nothing read changes, only what is reused.
 constexpr size_t kMaxCached = 8192;
 
+// Looked up by a view of the line's own bytes: nothing is copied unless the text is new.
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 template <class T>
-using Cache = std::unordered_map<std::string, std::shared_ptr<const ParsedPart<T>>>;
+using Cache = std::unordered_map<std::string, std::shared_ptr<const ParsedPart<T>>, TextHash, std::equal_to<>>;
 
 template <class T, class Read>
-std::shared_ptr<const ParsedPart<T>> cached(Cache<T>& cache, std::string text, Read read) {
+std::shared_ptr<const ParsedPart<T>> cached(Cache<T>& cache, std::string_view text, Read read) {
   if (auto it = cache.find(text); it != cache.end()) return it->second;
   auto p = std::make_shared<ParsedPart<T>>();
   try {
@@ -33,8 +39,48 @@ std::shared_ptr<const ParsedPart<T>> cached(Cache<T>& cache, std::string text, R
     p->problem = ex.what();
   }
   if (cache.size() >= kMaxCached) cache.clear();
-  cache.emplace(std::move(text), p);
+  cache.emplace(std::string(text), p);
   return p;
+}
+
+// The source text of the line's top-level "scenario" and "plan" (the last of each, as the DOM keeps the last
+// duplicate), found with simdjson On-Demand, which skips over values without building them. The cache is keyed
+// by this text, not by a minified copy: equal texts are equal values, and writing the minified copy of every
+// line's scenario cost more than parsing the line. Empty when the line has none or On-Demand refuses it.
+struct RawParts {
+  std::string_view scenario, plan;
+};
+
+std::string_view raw_value(simdjson::ondemand::value v) {
+  std::string_view raw;
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return {};
+  if (t == simdjson::ondemand::json_type::object) {
+    simdjson::ondemand::object o;
+    if (v.get_object().get(o) || o.raw_json().get(raw)) return {};
+  } else if (t == simdjson::ondemand::json_type::array) {
+    simdjson::ondemand::array a;
+    if (v.get_array().get(a) || a.raw_json().get(raw)) return {};
+  } else {
+    raw = v.raw_json_token();  // a scalar, with the spaces after it: a key like any other
+  }
+  return raw;
+}
+
+RawParts raw_parts(simdjson::ondemand::parser& parser, const char* padded_data, size_t size) {
+  RawParts r;
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object root;
+  if (parser.iterate(padded_data, size, size + simdjson::SIMDJSON_PADDING).get(doc) || doc.get_object().get(root))
+    return {};
+  for (auto field : root) {
+    std::string_view key;
+    simdjson::ondemand::value v;
+    if (field.unescaped_key().get(key) || field.value().get(v)) return {};
+    if (key == "scenario") r.scenario = raw_value(v);
+    else if (key == "plan") r.plan = raw_value(v);
+  }
+  return r;
 }
 
 // simdjson's view for entry_from (detail/entry_fields.h).
@@ -88,15 +134,29 @@ struct SimdjsonBackend {
     if (v.get_array().get(arr)) return;
     for (element x : arr) f(x);
   }
+  // The raw text when On-Demand found it, else the minified value (the same key space: both are valid JSON of
+  // the same value, and the cache only ever shares results between equal texts).
   std::shared_ptr<const ParsedPart<advisor::Scenario>> scenario(const Value& v) {
-    return cached<advisor::Scenario>(*scenarios, simdjson::minify(v),
-                                     [](const nlohmann::json& j) { return scenario_from_json(j); });
+    auto read = [](const nlohmann::json& j) { return scenario_from_json(j); };
+    const std::string_view raw = parts().scenario;
+    return raw.empty() ? cached<advisor::Scenario>(*scenarios, simdjson::minify(v), read)
+                       : cached<advisor::Scenario>(*scenarios, raw, read);
   }
   std::shared_ptr<const ParsedPart<advisor::Layout>> plan(const Value& v) {
-    return cached<advisor::Layout>(*plans, simdjson::minify(v), [](const nlohmann::json& j) {
+    auto read = [](const nlohmann::json& j) {
       return layout_from_json(j.is_object() && j.contains("layout") ? j["layout"] : j);
-    });
+    };
+    const std::string_view raw = parts().plan;
+    return raw.empty() ? cached<advisor::Layout>(*plans, simdjson::minify(v), read)
+                       : cached<advisor::Layout>(*plans, raw, read);
   }
+  const RawParts& parts() {
+    if (!raw) raw = raw_parts(*ondemand, line.data(), line.size());
+    return *raw;
+  }
+  simdjson::ondemand::parser* ondemand;
+  std::string_view line;  // padded
+  std::optional<RawParts> raw;
 };
 
 }  // namespace
@@ -105,6 +165,8 @@ size_t parser_padding() { return simdjson::SIMDJSON_PADDING; }
 
 struct LineParser::Impl {
   simdjson::dom::parser parser;
+  simdjson::ondemand::parser ondemand;
+  std::string padded;  // a copy of a line given without padding
   Cache<advisor::Scenario> scenarios;
   Cache<advisor::Layout> plans;
 };
@@ -116,13 +178,18 @@ size_t LineParser::cached_configurations() const { return impl_->scenarios.size(
 
 std::optional<LogEntry> LineParser::parse(std::string_view line, bool padded, size_t line_no, detail::Depth depth,
                                           std::string* problem) {
+  if (!padded) {
+    impl_->padded.assign(line);
+    impl_->padded.append(simdjson::SIMDJSON_PADDING, '\0');
+    line = std::string_view(impl_->padded.data(), line.size());
+  }
   element root;
-  if (!impl_->parser.parse(line.data(), line.size(), !padded).get(root)) {
+  if (!impl_->parser.parse(line.data(), line.size(), false).get(root)) {
     if (root.type() != element_type::OBJECT) {
       *problem = "not a JSON object";
       return std::nullopt;
     }
-    SimdjsonBackend b{&impl_->scenarios, &impl_->plans};
+    SimdjsonBackend b{&impl_->scenarios, &impl_->plans, &impl_->ondemand, line, std::nullopt};
     return detail::entry_from(b, root, line_no, depth);
   }
   // simdjson's limits are narrower than JSON's (integers beyond 64 bits, 1024 levels): nlohmann decides.

@@ -110,6 +110,36 @@ std::string where(const std::string& file, uint64_t line) {
   return (file.empty() ? std::string("-") : file) + ":" + std::to_string(line);
 }
 
+// Pass 2: reads chosen lines whole and hands their entries on.
+class ChosenReader {
+ public:
+  ChosenReader(const std::vector<ByteSource*>& sources, StreamStats* stats, LineParser& parser)
+      : sources_(sources), stats_(stats), parser_(parser) {
+    for (ByteSource* src : sources_) windows_.emplace_back(*src);
+  }
+  void read(const ChosenLine& c, const LocatedSink& sink) {
+    const std::string_view text =
+        c.source < windows_.size() ? windows_[c.source].get(c.offset, c.length) : std::string_view();
+    auto e = text.empty() ? std::nullopt : parser_.parse(text, true, c.line, detail::Depth::kFull, &problem_);
+    static const std::string unknown;
+    const std::string& name = c.source < sources_.size() ? sources_[c.source]->name() : unknown;
+    if (!e) {
+      stats_->problems.push_back({name, c.line, "changed while it was read; left out"});
+      return;
+    }
+    e->file = name;
+    ++stats_->selected;
+    sink(*e, c);
+  }
+
+ private:
+  const std::vector<ByteSource*>& sources_;
+  StreamStats* stats_;
+  std::vector<Window> windows_;
+  LineParser& parser_;  // shared with pass 1: the configurations it parsed are not parsed again
+  std::string problem_;
+};
+
 class Merger {
  public:
   Merger(const std::vector<ByteSource*>& sources, const LogFilter& filter, const ReadLimits& limits)
@@ -120,26 +150,16 @@ class Merger {
     stats_.jobs = copies_.size();
   }
 
-  void second_pass(const EntrySink& sink) {
+  void second_pass(const LocatedSink& sink) {
     std::vector<uint32_t> order;
     for (size_t i = 0; i < copies_.size(); ++i)
       if (copies_[i].selected) order.push_back(uint32_t(i));
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t a, uint32_t b) { return copies_[a].time < copies_[b].time; });
-    std::vector<Window> windows;
-    for (ByteSource* src : sources_) windows.emplace_back(*src);
-    std::string problem;
+    ChosenReader reader(sources_, &stats_, parser_);
     for (uint32_t i : order) {
       const Copy& c = copies_[i];
-      const std::string_view text = windows[c.source].get(c.offset, c.length);
-      auto e = text.empty() ? std::nullopt : parser_.parse(text, true, c.line, detail::Depth::kFull, &problem);
-      if (!e) {
-        stats_.problems.push_back({sources_[c.source]->name(), c.line, "changed while it was read; left out"});
-        continue;
-      }
-      e->file = sources_[c.source]->name();
-      ++stats_.selected;
-      sink(*e);
+      reader.read({c.source, c.offset, c.length, c.line}, sink);
     }
   }
 
@@ -287,6 +307,20 @@ bool LineScanner::next(Line* out) {
 }
 
 StreamStats stream_merged(const std::vector<ByteSource*>& sources, const LogFilter& filter, const EntrySink& sink,
+                          const ReadLimits& limits, const std::function<void(const StreamStats&)>& after_first_pass) {
+  return stream_merged(sources, filter, LocatedSink([&](LogEntry& e, const ChosenLine&) { sink(e); }), limits,
+                       after_first_pass);
+}
+
+void read_chosen(const std::vector<ByteSource*>& sources, const std::vector<ChosenLine>& lines, const EntrySink& sink,
+                 StreamStats* stats) {
+  LineParser parser;
+  ChosenReader reader(sources, stats, parser);
+  const LocatedSink located = [&](LogEntry& e, const ChosenLine&) { sink(e); };
+  for (const ChosenLine& c : lines) reader.read(c, located);
+}
+
+StreamStats stream_merged(const std::vector<ByteSource*>& sources, const LogFilter& filter, const LocatedSink& sink,
                           const ReadLimits& limits, const std::function<void(const StreamStats&)>& after_first_pass) {
   Merger m(sources, filter, limits);
   m.first_pass();

@@ -106,9 +106,14 @@ std::vector<std::string> expand_hostlist(std::string_view list);
 long long parse_date(std::string_view text);
 std::string format_date(long long unix_seconds);  // "2025-03-01 12:30" UTC
 
+// Which entries a command reads; every field empty/unset: all. Applied to what the first pass of the streaming
+// reader reads (job_id, time, user, partition, gpu_model, the scenario), so before any entry is built.
 struct LogFilter {
-  std::optional<long long> since;
+  std::optional<long long> since, until;  // end time at or after / at or before
   std::string user, partition;
+  std::string job_id;                     // this job only
+  std::string gpu;                        // LogEntry::gpu_model (the line's, else the scenario's cluster.gpu)
+  std::string framework;                  // the scenario's training.framework (LogEntry::framework())
   bool matches(const LogEntry& e) const;
 };
 

@@ -38,8 +38,9 @@ struct Members {
   template <class Names>
   Members(const typename B::Value& obj, const Names& names) {
     B::for_each_member(obj, [&](std::string_view key, const typename B::Value& value) {
+      // Length and first byte before the bytes: a line has ~30 members, each tried against up to 21 names.
       for (size_t i = 0; i < N; ++i)
-        if (key == names[i]) {
+        if (key.size() == names[i].size() && !key.empty() && key[0] == names[i][0] && key == names[i]) {
           v[i] = value;
           return;
         }

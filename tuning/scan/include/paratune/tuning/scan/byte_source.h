@@ -41,6 +41,7 @@ class FileSource : public ByteSource {
   dev_t device() const { return dev_; }
   ino_t inode() const { return ino_; }
   uint64_t size_at_open() const { return size_; }
+  int64_t mtime_ns_at_open() const { return mtime_ns_; }  // last modification, nanoseconds since the epoch
 
  private:
   std::string path_;
@@ -48,6 +49,7 @@ class FileSource : public ByteSource {
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   uint64_t size_ = 0;
+  int64_t mtime_ns_ = 0;
 };
 
 }  // namespace paratune::tuning::scan

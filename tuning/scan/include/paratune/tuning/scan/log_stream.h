@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -36,11 +37,32 @@ struct StreamStats {
 // Given each entry once; it may move from it.
 using EntrySink = std::function<void(LogEntry&)>;
 
+// Where a merged entry's line is: which source (index into the sources given), its byte offset and length, and
+// its line number. What the history store (log_store.h) keeps per job instead of the line.
+struct ChosenLine {
+  uint32_t source = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  uint64_t line = 0;
+};
+
+// Given each entry once with where its line is; it may move from the entry.
+using LocatedSink = std::function<void(LogEntry&, const ChosenLine&)>;
+
 // Throws what a source throws (a file that cannot be read): the caller decides what a partial log means.
 // `after_first_pass` sees the problems and counts before the first entry reaches the sink (for messages).
 StreamStats stream_merged(const std::vector<ByteSource*>& sources, const LogFilter& filter, const EntrySink& sink,
                           const ReadLimits& limits = {},
                           const std::function<void(const StreamStats&)>& after_first_pass = {});
+StreamStats stream_merged(const std::vector<ByteSource*>& sources, const LogFilter& filter, const LocatedSink& sink,
+                          const ReadLimits& limits = {},
+                          const std::function<void(const StreamStats&)>& after_first_pass = {});
+
+// The second pass alone: `lines` (in the order given) read whole from `sources` and handed to the sink; a line
+// that is no longer there as it was is left out with a problem in *stats ("changed while it was read"), as in
+// stream_merged. *stats' `selected` counts what the sink was given.
+void read_chosen(const std::vector<ByteSource*>& sources, const std::vector<ChosenLine>& lines, const EntrySink& sink,
+                 StreamStats* stats);
 
 std::string merge_summary(const StreamStats& s);
 

@@ -1,0 +1,120 @@
+// `paratune index rebuild|status [--log FILE]... [--index FILE]`: the history store that `paratune log` answers
+// filtered queries from (tuning/scan/log_store.h; docs/tuning-log.md "The history store"). The JSONL stays the
+// source of truth: the store is rebuilt from it, and a store that no longer matches the files is not used.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "log_input.h"
+#include "paratune/tuning/scan/byte_source.h"
+#include "paratune/tuning/scan/log_store.h"
+
+namespace paratune::cli {
+namespace {
+
+namespace scan = paratune::tuning::scan;
+
+const char* kDescription =
+    "The history store of the site tuning log: an SQLite file that `paratune log` answers from (by job, user,\n"
+    "partition, time, GPU, framework) without reading the whole log. It records which line of which file is\n"
+    "each job's (the one the merge chooses) and the files' device, inode, size and modification time; when the\n"
+    "files are not exactly those any more (a line appended, a rotation, another --log list) it is stale and\n"
+    "`paratune log` reads the files instead, with the same result. Rebuild it after rotation or from cron.\n"
+    "Default store: tuning-index.sqlite in the directory of the first --log (or that directory itself).";
+const char* kFooter = "exit status: 0 ok (status: the store is current), 1 the log or the store cannot be read or "
+                      "written (status: missing or stale), 2 bad option";
+
+struct IndexArgs {
+  std::vector<std::string> paths;
+  std::string index;
+};
+
+// The expanded, opened files (problems on stderr); false when a file named cannot be read.
+bool open_files(const IndexArgs& a, const char* command, std::vector<std::unique_ptr<scan::FileSource>>* open) {
+  const auto files = expand_logs(a.paths, command);
+  bool all = !files.empty();
+  for (const auto& f : files) {
+    try {
+      open->push_back(std::make_unique<scan::FileSource>(f));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", command, e.what());
+      all = false;
+    }
+  }
+  return all;
+}
+
+std::string store_path(const IndexArgs& a) {
+  return a.index.empty() ? scan::default_store_path(a.paths.empty() ? std::vector<std::string>{kDefaultLogPath}
+                                                                     : a.paths)
+                         : a.index;
+}
+
+std::vector<scan::FileSource*> raw(const std::vector<std::unique_ptr<scan::FileSource>>& open) {
+  std::vector<scan::FileSource*> out;
+  for (const auto& f : open) out.push_back(f.get());
+  return out;
+}
+
+int rebuild(const IndexArgs& a) {
+  const char* command = "paratune index rebuild";
+  std::vector<std::unique_ptr<scan::FileSource>> open;
+  if (!open_files(a, command, &open)) {
+    std::fprintf(stderr, "%s: not every log could be read; the index is not written\n", command);
+    return kFailure;
+  }
+  const std::string path = store_path(a);
+  try {
+    const scan::RebuildResult r = scan::rebuild_store(path, raw(open));
+    std::printf("%s: %zu jobs from %zu lines of %zu files (%zu unreadable, %zu duplicate copies)\n", path.c_str(),
+                r.rows, r.stats.lines, r.stats.files, r.stats.unreadable, r.stats.duplicates);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", command, e.what());
+    return kFailure;
+  }
+  return kOk;
+}
+
+int status(const IndexArgs& a) {
+  const char* command = "paratune index status";
+  std::vector<std::unique_ptr<scan::FileSource>> open;
+  const bool all = open_files(a, command, &open);
+  const std::string path = store_path(a);
+  std::string why;
+  if (!all || !scan::LogStore::open_current(path, raw(open), &why)) {
+    std::printf("%s\n", all ? why.c_str() : ("stale: not every log could be read; " + path + " not used").c_str());
+    return kFailure;
+  }
+  std::printf("current: %s describes these %zu files\n", path.c_str(), open.size());
+  return kOk;
+}
+
+void add_common(CLI::App& sub, IndexArgs& a) {
+  sub.add_option("--log", a.paths,
+                 "a tuning log, a directory of per-node logs or a quoted pattern (repeatable; default\n"
+                 "/var/log/paratune/tuning.jsonl), as `paratune log` is given them")
+      ->type_name("FILE");
+  sub.add_option("--index", a.index, "the store (default: tuning-index.sqlite beside the first --log)")
+      ->type_name("FILE");
+}
+
+Action setup(CLI::App& app, const std::vector<std::string>&) {
+  auto a = std::make_shared<IndexArgs>();
+  describe(app, kDescription);
+  app.footer(kFooter);
+  app.require_subcommand(1);
+  CLI::App* re = app.add_subcommand("rebuild", "build the store anew from the logs (written whole, then renamed)");
+  describe(*re, kDescription);
+  add_common(*re, *a);
+  CLI::App* st = app.add_subcommand("status", "say whether the store is current for the logs, or why not");
+  describe(*st, kDescription);
+  add_common(*st, *a);
+  return [a, re] { return re->parsed() ? rebuild(*a) : status(*a); };
+}
+
+Register reg{"index", "the history store of the tuning log (index rebuild | index status)", setup};
+
+}  // namespace
+}  // namespace paratune::cli
