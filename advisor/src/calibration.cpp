@@ -31,8 +31,9 @@
 //   fa3_gain 1.5 (FlashAttention-3 paper), FP8 recipe factors, compile_elt_scale (priors, model.h).
 // Mixture of experts (docs/model.md §9), fitted on the MoE rows only with the dense values held:
 //   grouped_gemm_eff     1.000  (prior 0.85, upper bound)
-//   moe_route_imbalance  1.000  (prior 1.10, lower bound)   grouped_gemm_hopper 0.515 (prior 0.80)  H100 MoE rows
-//   moe_layer_us         185.8  (prior 200)
+//   moe_route_imbalance  1.000  (prior 1.10, lower bound)   grouped_gemm_hopper 0.595 (prior 0.80)  H100 MoE rows
+//   moe_layer_us         157.3  (prior 200)
+//   (the expert kernels' shape factor from DeepGEMM's tables, grouped_gemm.csv: moe_compute.cpp, not fitted)
 //   (the all-to-all's overlap with another micro-batch: Megatron's layer schedule, not a fitted share)
 //   a2a_nvl_eff 0.481 / a2a_net_eff 0.913: medians of alltoall_bw.csv's training-mode dispatch rows (not fitted);
 //   nccl_a2a_eff 0.75, a2a_latency_us 30: priors.
@@ -75,8 +76,8 @@ const ModelParams& shipped_params() {
     // all-to-all the 1F1B overlap hides is not fitted: Megatron's layer schedule decides it (moe_comm.cpp).
     q.grouped_gemm_eff = 1.0;
     q.moe_route_imbalance = 1.0;
-    q.grouped_gemm_hopper = 0.5151;
-    q.moe_layer_us = 185.8;
+    q.grouped_gemm_hopper = 0.5953;
+    q.moe_layer_us = 157.3;
     q.a2a_nvl_eff = 0.4806;  // medians of data/calibration/published/alltoall_bw.csv (training-mode dispatch rows)
     q.a2a_net_eff = 0.9134;
     return q;

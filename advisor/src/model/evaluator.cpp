@@ -11,6 +11,9 @@ Evaluator::Evaluator(const Scenario& s, Framework f, const ModelParams& p) : p_(
 Evaluator::Evaluator(Resolved r, const ModelParams& p) : p_(p), r_(std::move(r)) {}
 
 double Evaluator::gemm_shape_factor(double M, double N, double K) { return terms::gemm_shape_factor(M, N, K); }
+double Evaluator::grouped_shape_factor(double M, double N, double K) {
+  return terms::grouped_shape_factor(M, N, K);
+}
 
 double Evaluator::gemm_s(double M, double N, double K, bool linear) const {
   return terms::gemm_s(r_, p_, M, N, K, linear);

@@ -21,6 +21,8 @@ namespace paratune::advisor::terms {
 // GEMM time on one GPU (FP8 gain on linear layers): max(2MNK / (peak x shape), bytes / HBM) + t0.
 double gemm_s(const Resolved& R, const ModelParams& p, double M, double N, double K, bool linear = true);
 double gemm_shape_factor(double M, double N, double K);
+// The grouped expert kernel's shape factor (moe_compute.cpp; DeepGEMM's tables in grouped_gemm.csv).
+double grouped_shape_factor(double M, double N, double K);
 
 // One transformer layer, one micro-batch, one GPU: the work split by kind, forward and backward.
 struct LayerCompute {

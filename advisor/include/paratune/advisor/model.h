@@ -184,6 +184,9 @@ class Evaluator {
   // small matrices after the TP split run below peak).
   double gemm_s(double M, double N, double K, bool linear = true) const;
   static double gemm_shape_factor(double M, double N, double K);
+  // The grouped expert kernel's shape factor, 1 / (1 + 168/M + 950/N + 825/K) scaled to gemm_shape_factor at an
+  // 8192-cube GEMM (DeepGEMM's tables in data/calibration/grouped_gemm.csv; docs/model.md §9).
+  static double grouped_shape_factor(double M, double N, double K);
 
   double capacity_gib() const { return r_.capacity_gib; }
   const GpuSpec& gpu() const { return r_.gpu; }
