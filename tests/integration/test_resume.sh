@@ -39,10 +39,11 @@ check "resume=PLAN: the plan file says what was kept and why" \
            grep -q 'kept megatron with checkpoint format fsdp_dtensor.*reshards dp, so those are re-planned'"
 check "resume=PLAN: the job log says so too" grep -q "resume from $plan1: kept megatron" "$LOG_DIR/jobs/$resumed/job.log"
 
-# torch_dist reshards TP/PP/DP/CP but the sharding family stays: GPT-3 2.7B on 2 GPUs plans ZeRO 0; on 8 GPUs
-# afresh the distributed optimizer (ZeRO 1); resumed, ZeRO 0 with TP/CP/DP re-planned for 8 GPUs.
-small=$(run_batch "$WORK/job.sh" --gpus=2 --paratune=gpt3-2.7b,gbs=64,precision=fp16)
-check "2 GPUs: ZeRO 0, torch_dist" bash -c "test '$(value "$small" PARATUNE_ZERO_STAGE)' = 0 &&
+# torch_dist reshards TP/PP/DP/CP but the sharding family stays: GPT-3 2.7B on 2 GPUs with zero=0 (a replicated
+# optimizer's checkpoint); on 8 GPUs afresh the distributed optimizer (ZeRO 1); resumed from the first run's plan
+# without any zero= key, ZeRO 0 with TP/CP/DP re-planned for 8 GPUs.
+small=$(run_batch "$WORK/job.sh" --gpus=2 --paratune=gpt3-2.7b,gbs=64,precision=fp16,zero=0)
+check "2 GPUs, zero=0: ZeRO 0, torch_dist" bash -c "test '$(value "$small" PARATUNE_ZERO_STAGE)' = 0 &&
   grep -qx -- --ckpt-format=torch_dist '$WORK/args-$small.txt'"
 big=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=gpt3-2.7b,gbs=64,precision=fp16)
 check "control: 8 GPUs afresh plan the distributed optimizer (ZeRO 1)" test "$(value "$big" PARATUNE_ZERO_STAGE)" = 1
