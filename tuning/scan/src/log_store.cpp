@@ -43,7 +43,12 @@ CREATE INDEX jobs_framework ON jobs(framework, time);
 class Db {
  public:
   Db(const std::string& path, int flags) : path_(path) {
-    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) fail("open");
+    if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+      // SQLite hands back a handle even when the open fails; the destructor will not run, so close it here.
+      const std::string why = path_ + ": SQLite open: " + (db_ ? sqlite3_errmsg(db_) : "out of memory");
+      sqlite3_close(db_);
+      throw std::runtime_error(why);
+    }
     sqlite3_busy_timeout(db_, 2000);
   }
   ~Db() { sqlite3_close(db_); }
