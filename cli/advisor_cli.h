@@ -7,12 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/calibration_file.h"
 
 namespace paratune::cli::advisor_cli {
 
 // Scenario file + topology ([cluster] topology = "..." relative to the file, or --topology): cluster facts probed.
 advisor::Scenario load_scenario(const std::string& path, const std::string& topology_override,
                                 std::vector<std::string>& notes);
+// A calibration file (`paratune calibrate` output), read and parsed; throws std::invalid_argument naming the file.
+advisor::Calibration read_calibration(const std::string& path);
 // --calibration FILE: the site's fitted efficiencies (`paratune calibrate` output) for this scenario.
 advisor::ModelParams load_calibration(const std::string& path, const advisor::Scenario& s);
 // Its memory head-room for this scenario's GPU and framework ([[memory]], 0 when none).

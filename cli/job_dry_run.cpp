@@ -13,7 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "advisor_cli.h"
 #include "command.h"
+#include "profile_input.h"
 #include "job/decide_request.h"
 #include "job/decision.h"
 #include "job/decision_child.h"
@@ -29,9 +31,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string read_file(const std::string& path, const char* what) {
+// A plan file the dry run wrote, for --json.
+std::string read_plan_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(path + ":0:0: " + what + ": cannot open");
+  if (!in) throw std::runtime_error(path + ": cannot read the plan file just written");
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -73,9 +76,9 @@ void load_site_files(const JobDryRunArgs& a, Facts& f) {
   }
   const std::string cal = a.calibration.empty() ? s.config.calibration : a.calibration;
   if (!a.calibration.empty() || present(cal))
-    s.calibration = advisor::parse_calibration(read_file(cal, "calibration"), cal);
+    s.calibration = advisor_cli::read_calibration(cal);
   const std::string prof = !a.profile.empty() ? a.profile : s.policy.facts.profile.value_or(s.config.profile);
-  if (!a.profile.empty() || present(prof)) s.profile = advisor::parse_profile(read_file(prof, "profile"), prof);
+  if (!a.profile.empty() || present(prof)) s.profile = read_profile(prof);
 }
 
 // --leaf-switches NODE=SWITCH,...: the placement the plugin reads from Slurm's topology/tree (fabric_placement.h).
@@ -115,8 +118,8 @@ Facts gather(const JobDryRunArgs& a) {
   load_site_files(a, f);
   probe::ProbeOptions opts;
   opts.topology_file = s.config.topology;
-  probe::Topology all = probe::probe(opts);
-  const int gpus = a.gpus_per_node > 0 ? a.gpus_per_node : static_cast<int>(all.gpus.size());
+  // Without --gpus-per-node the job has every GPU of the node: a first probe counts them.
+  const int gpus = a.gpus_per_node > 0 ? a.gpus_per_node : static_cast<int>(probe::probe(opts).gpus.size());
   // Slurm hands the job GPUs 0..G-1 of the node in these runs; the plugin probes with that allocation.
   for (int i = 0; i < gpus; ++i) s.alloc.gpu_indexes.push_back(i);
   s.alloc.gpus_on_node = gpus;
@@ -126,11 +129,15 @@ Facts gather(const JobDryRunArgs& a) {
   return f;
 }
 
+// Whether the site forces this variable (a user's value is replaced).
+bool forced(const job::EnvInjection& inj, const std::string& name) {
+  return std::find(inj.force.begin(), inj.force.end(), name) != inj.force.end();
+}
+
 json env_json(const job::EnvInjection& inj) {
   json out = json::array();
   for (const auto& e : inj.assignments) {
-    const bool forced = std::find(inj.force.begin(), inj.force.end(), e.name) != inj.force.end();
-    out.push_back({{"name", e.name}, {"value", e.value}, {"reason", e.reason}, {"forced", forced}});
+    out.push_back({{"name", e.name}, {"value", e.value}, {"reason", e.reason}, {"forced", forced(inj, e.name)}});
   }
   return out;
 }
@@ -138,18 +145,17 @@ json env_json(const job::EnvInjection& inj) {
 json files_json(const std::string& dir) {
   json out = json::object();
   for (const auto& entry : fs::directory_iterator(dir))
-    out[entry.path().filename().string()] = read_file(entry.path().string(), "plan file");
+    out[entry.path().filename().string()] = read_plan_file(entry.path().string());
   return out;
 }
 
 void print_env(const job::EnvInjection& inj) {
   std::printf("\nenvironment the job gets:\n");
   for (const auto& e : inj.assignments) {
-    const bool forced = std::find(inj.force.begin(), inj.force.end(), e.name) != inj.force.end();
     std::string shown = e.value;  // a value of several lines ($PARATUNE_ARGS_TEXT) stays readable
     for (size_t p = 0; (p = shown.find('\n', p)) != std::string::npos; p += 5) shown.replace(p, 1, "\n    ");
-    std::printf("  %s=%s%s\n      # %s\n", e.name.c_str(), shown.c_str(), forced ? "   (forced by the site)" : "",
-                e.reason.c_str());
+    const char* mark = forced(inj, e.name) ? "   (forced by the site)" : "";
+    std::printf("  %s=%s%s\n      # %s\n", e.name.c_str(), shown.c_str(), mark, e.reason.c_str());
   }
   for (const auto& n : inj.unset) std::printf("  unset %s   (forbidden by the site)\n", n.c_str());
   if (inj.assignments.empty() && inj.unset.empty()) std::printf("  nothing\n");

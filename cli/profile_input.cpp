@@ -22,13 +22,17 @@ std::string scenario_fingerprint(const advisor::Scenario& s) {
   }
 }
 
-advisor::Scenario apply_profile(const std::string& path, const advisor::Scenario& s, std::vector<std::string>& notes,
-                                const char* command) {
+advisor::HardwareProfile read_profile(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument(path + ":0:0: profile: cannot open");
   std::stringstream text;
   text << in.rdbuf();
-  const advisor::HardwareProfile p = advisor::parse_profile(text.str(), path);
+  return advisor::parse_profile(text.str(), path);
+}
+
+advisor::Scenario apply_profile(const std::string& path, const advisor::Scenario& s, std::vector<std::string>& notes,
+                                const char* command) {
+  const advisor::HardwareProfile p = read_profile(path);
   const advisor::ProfileUse use = advisor::use_profile(p, s, scenario_fingerprint(s));
   if (!use.applies) {
     std::fprintf(stderr, "%s: warning: %s (%s)\n", command, use.warning.c_str(), path.c_str());

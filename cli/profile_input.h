@@ -10,6 +10,9 @@
 
 namespace paratune::cli {
 
+// A hardware profile file, read and parsed; throws std::invalid_argument (FILE:LINE:COL: field: ...).
+advisor::HardwareProfile read_profile(const std::string& path);
+
 // Throws std::invalid_argument (FILE:LINE:COL: field: ...) for an unreadable or malformed file. The notes say which
 // terms came from the profile and which from the catalog, or why it was ignored.
 advisor::Scenario apply_profile(const std::string& path, const advisor::Scenario& s, std::vector<std::string>& notes,
