@@ -6,7 +6,8 @@
 #
 #   scripts/debian13.sh [--fresh] [STEP...] [-- CTEST_ARGS...]
 #     root    make the Debian 13 root, or reuse the cached one if its package list is unchanged
-#     build   copy the source tree into the root and build it there (incremental between runs)
+#     build   copy the source tree into the root and build it there (not the benchmarks: no test runs them;
+#             incremental between runs)
 #     test    ctest in the root: every test the host runs (docs/slurm-versions.md lists any that cannot)
 #     deb     packaging/build-deb.sh in the root: paratune_VERSION+sl2411_amd64.deb, copied to build/debian13/
 #     smoke   packaging/smoke-installed.sh in the root: dpkg -i, a real job through the installed plugin, purge
@@ -173,7 +174,8 @@ copy_tree() {
 step_build() {
   copy_tree
   say "building in the root (Slurm $(chroot "$root" dpkg-query -W -f='${Version}' libslurm-dev), $jobs jobs, nice $nice_level)"
-  in_root "cmake -S src -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  in_root "cmake -S src -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARATUNE_BUILD_BENCH=OFF \\
+             -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O2 -g1 -DNDEBUG' -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O2 -g1 -DNDEBUG' >/dev/null
            nice -n $nice_level cmake --build build -j$jobs"
   say "built: $(in_root 'build/cli/paratune --version')"
 }
