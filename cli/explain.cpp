@@ -13,6 +13,7 @@
 #include "paratune/advisor/breakdown_terms.h"
 #include "command.h"
 #include "job/plan_json.h"
+#include "overlap_report.h"
 
 namespace paratune::cli {
 namespace {
@@ -416,12 +417,14 @@ int explain(const ExplainInput& in) {
   for (const auto& c : in.changes) policy_changes.push_back(policies::describe(c));
   const json vs = in.vs ? explain_vs(in) : json(nullptr);
   const json frameworks = per_framework(in), families = per_family(in), shaped = shaped_by(in);
+  const json sensitivity = overlap_sensitivity_json(in);
   if (in.as_json) {
     const json j = {{"framework", to_string(plan.framework)},
                     {"parallel", layout_json(plan.layout)},
                     {"prediction", advisor_cli::prediction_json(w)},
                     {"model_error_pct", kModelErrorPct},
                     {"comparisons", comparisons},
+                    {"overlap_sensitivity", sensitivity},
                     {"vs", vs},
                     {"per_framework", frameworks},
                     {"per_family", families},
@@ -446,6 +449,7 @@ int explain(const ExplainInput& in) {
               "are inside the model's error):\n",
               kModelErrorPct);
   for (size_t i = 0; i < comparisons.size(); ++i) print_comparison(i + 1, comparisons[i]);
+  print_overlap_sensitivity(sensitivity);
   print_table("best per layout family", families, "family", 12);
   print_table("best per framework", frameworks, "framework", 8);
   print_shaped_by(shaped);

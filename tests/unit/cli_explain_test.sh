@@ -31,5 +31,26 @@ for c in j["comparisons"]:
     else:
         assert not c["within_tie_break"], c
     assert abs(sum(c["differences_s"].values()) - c["slower_by_s"]) < 0.01 * w, c
-print("explain: ok,", len(j["comparisons"]), "comparisons")
+# The overlap-sensitivity section: the three nearest rivals, each overlap term at half and 1.5 times its value, a
+# term that moves nothing leaves the winner's time as it is, and "holds" says whether a rival got ahead (beyond the
+# 1 % tie-break where that chose the winner).
+o = j["overlap_sensitivity"]
+assert [r["layout"] for r in o["rivals"]] == [c["layout"] for c in j["comparisons"][:3]], o["rivals"]
+for r, c in zip(o["rivals"], j["comparisons"]):
+    assert abs(r["slower_by_pct"] - c["slower_by_pct"]) < 1e-6, (r, c)
+names = [t["term"] for t in o["terms"]]
+assert names == ["overlap_interference", "tp_overlap", "pp_overlap", "ds_zero3_overlap"], names
+applied = 0
+for t in o["terms"]:
+    assert abs(t["low"] - 0.5 * t["value"]) < 1e-12 and abs(t["high"] - min(1.0, 1.5 * t["value"])) < 1e-12, t
+    if not t["applies"]:
+        assert t["winner_step_time_s"] == [w, w], t
+    applied += t["applies"]
+    base = [r["slower_by_pct"] for r in o["rivals"]]
+    ahead = any(b >= -1.0 and now < 0 and (b >= 0 or now < -1.0)
+                for b, lo, hi in zip(base, t["rivals_slower_by_pct_low"], t["rivals_slower_by_pct_high"]) for now in (lo, hi))
+    assert t["holds"] == (not ahead), t
+assert applied >= 1, "on 128 H100s some overlap term (interference at least) must move a plan"
+assert o["holds"] == all(t["holds"] for t in o["terms"])
+print("explain: ok,", len(j["comparisons"]), "comparisons,", applied, "overlap terms that apply")
 PY
