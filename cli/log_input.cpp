@@ -133,6 +133,18 @@ LogStream stream_logs(const std::vector<std::string>& specs, const char* command
     std::string why;
     const std::string path = store.path.empty() ? tuning::scan::default_store_path(named) : store.path;
     index = tuning::scan::LogStore::open_current(path, opened, &why);
+    std::error_code ec;
+    if (!index && fs::exists(fs::symlink_status(path, ec))) {
+      // Behind the files (lines appended, or rotated): brought up to date -- the appended lines only, when
+      // that is all that changed -- and then used. One that cannot be written is read around.
+      try {
+        tuning::scan::update_store(path, opened);
+        index = tuning::scan::LogStore::open_current(path, opened, &why);
+      } catch (const std::exception& e) {
+        why = std::string("cannot bring the history store up to date: ") + e.what();
+        if (store.mode == StoreChoice::Mode::kAuto) std::fprintf(stderr, "%s: %s; reading the logs\n", command, why.c_str());
+      }
+    }
     if (!index && store.mode == StoreChoice::Mode::kIndex) {
       std::fprintf(stderr, "%s: %s\n", command, why.c_str());
       return r;
