@@ -1,7 +1,7 @@
 // The site tuning log at scale (Google Benchmark): the `paratune` commands a site runs on its log, each run as
 // the real command on generated logs of 100k and 1M lines (site_log.h), timed end to end with the command's peak
 // resident memory (getrusage of the child); and the JSON parsers the streaming reader could use, on lines of the
-// same log. README "The tuning log at site scale" quotes these.
+// same log. docs/operations.md "The tuning log at site scale" quotes these.
 //
 //   bench_tuning_log [--benchmark_filter=...]
 // Environment: PARATUNE_CLI          the command to measure (default: the one built with this benchmark; set it
