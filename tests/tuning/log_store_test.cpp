@@ -363,6 +363,29 @@ TEST_F(LogStoreTest, ARotatedTruncatedOrRewrittenFileRebuildsTheStore) {
   expect_same_answers({a});
 }
 
+// Past the listing limit (1000 problems per file), the problems appended are counted in the file's last message,
+// at the file's last line, as the merge counts them.
+TEST_F(LogStoreTest, ProblemsBeyondTheListingLimitAreCountedAcrossCatchUps) {
+  std::string text = line("1", 100, "u");
+  for (int i = 0; i < 1003; ++i) text += "not json " + std::to_string(i) + "\n";
+  const std::string a = write("tuning.jsonl", text);
+  {
+    auto opened = open({a});
+    scan::rebuild_store(store_, raw(opened));
+  }
+  EXPECT_NE(queried({a}, {}).first_pass.find(a + ":1004: 3 further problems not listed"), std::string::npos);
+  std::ofstream(a, std::ios::app) << "bad\n" << line("2", 200, "u") << "\n" << "bad again\n";
+  {
+    auto opened = open({a});
+    EXPECT_EQ(scan::update_store(store_, raw(opened)).kind, scan::UpdateResult::Kind::kCaughtUp);
+  }
+  const Read q = queried({a}, {});
+  EXPECT_NE(q.first_pass.find(a + ":1008: 5 further problems not listed"), std::string::npos) << q.first_pass;
+  EXPECT_EQ(q.first_pass.find("3 further problems"), std::string::npos);
+  EXPECT_EQ(job_ids(q.entries), (std::vector<std::string>{"1", "2"}));
+  expect_same_answers({a});
+}
+
 TEST_F(LogStoreTest, OneWriterAtATime) {
   const std::string a = write("tuning.jsonl", synthetic_history(6));
   {
