@@ -386,6 +386,33 @@ TEST_F(LogStoreTest, ProblemsBeyondTheListingLimitAreCountedAcrossCatchUps) {
   expect_same_answers({a});
 }
 
+// A reader that opened the files before another appended and caught the store up sees the store ahead of its
+// view: nothing is written (no rebuild of a store that is right), and it is told to open the files again.
+TEST_F(LogStoreTest, AReaderWithAnOlderViewLeavesAStoreThatIsAheadAlone) {
+  const std::string a = write("tuning.jsonl", line("1", 100, "u"));
+  {
+    auto opened = open({a});
+    scan::rebuild_store(store_, raw(opened));
+  }
+  std::ofstream(a, std::ios::app) << line("2", 200, "u");
+  auto older = open({a});
+  std::ofstream(a, std::ios::app) << line("3", 300, "u");
+  auto newer = open({a});
+  const auto caught = scan::update_store(store_, raw(newer));
+  EXPECT_EQ(caught.kind, scan::UpdateResult::Kind::kCaughtUp);
+  EXPECT_EQ(caught.lines, 2u);
+  const auto ahead = scan::update_store(store_, raw(older));
+  EXPECT_EQ(ahead.kind, scan::UpdateResult::Kind::kAhead) << ahead.why;
+  std::string why;
+  EXPECT_TRUE(scan::LogStore::open_current(store_, raw(newer), &why)) << why;  // as the newer reader left it
+  EXPECT_EQ(job_ids(queried({a}, {}).entries), (std::vector<std::string>{"1", "2", "3"}));
+  // Control: a file that is now shorter than the store read is truncated, whoever looks.
+  write("tuning.jsonl", line("1", 100, "u"));
+  const auto truncated = scan::update_store(store_, raw(older));
+  EXPECT_EQ(truncated.kind, scan::UpdateResult::Kind::kRebuilt);
+  EXPECT_NE(truncated.why.find("truncated"), std::string::npos) << truncated.why;
+}
+
 TEST_F(LogStoreTest, OneWriterAtATime) {
   const std::string a = write("tuning.jsonl", synthetic_history(6));
   {

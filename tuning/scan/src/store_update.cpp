@@ -51,9 +51,9 @@ class StoreLock {
 
 // Which files grew since the store last read them, or why the store must be rebuilt ("" when it need not be).
 struct Plan {
-  std::string rebuild_why;
   std::vector<bool> grown;
   bool any_grown = false;
+  bool ahead = false;  // a file is shorter as opened than indexed, but not now: the caller's view is older
 };
 
 std::string changed(Db& db, const std::vector<FileSource*>& files, const std::vector<IndexedFile>& stored,
@@ -67,7 +67,11 @@ std::string changed(Db& db, const std::vector<FileSource*>& files, const std::ve
     const std::string& name = files[i]->name();
     if (now.path != was.path) return name + " is another file than the one indexed (" + was.path + ")";
     if (now.device != was.device || now.inode != was.inode) return name + " was replaced (rotated?)";
-    if (now.size < was.size) return name + " was truncated";
+    if (now.size < was.size) {
+      if (files[i]->size_now() < was.size) return name + " was truncated";
+      plan->ahead = true;  // appended to since the caller opened it, and indexed by another reader
+      continue;
+    }
     if (now.size == was.size) {
       if (now.mtime_ns != was.mtime_ns) return name + " was rewritten (modified, not appended to)";
       continue;
@@ -154,6 +158,11 @@ UpdateResult update_store(const std::string& path, const std::vector<FileSource*
     }
     Plan plan;
     u.why = changed(db, files, stored, &plan);
+    if (u.why.empty() && plan.ahead) {
+      db.exec("ROLLBACK");
+      u.kind = UpdateResult::Kind::kAhead;
+      return u;
+    }
     if (u.why.empty()) {
       if (plan.any_grown) {
         detail::Indexer indexer(db, files);

@@ -50,7 +50,9 @@ struct RebuildResult {
 RebuildResult rebuild_store(const std::string& path, const std::vector<FileSource*>& files, int lock_wait_ms = 30000);
 
 struct UpdateResult {
-  enum class Kind { kCurrent, kCaughtUp, kRebuilt } kind = Kind::kCurrent;
+  // kAhead: the store holds lines past what these files held when they were opened (another reader caught it up
+  // since); nothing was written: open the files again.
+  enum class Kind { kCurrent, kCaughtUp, kRebuilt, kAhead } kind = Kind::kCurrent;
   std::string why;          // kRebuilt: why not a catch-up ("no index at ...", "FILE was replaced", ...)
   size_t lines = 0;         // lines read (kCaughtUp: those appended since the last update)
   size_t files_grown = 0;   // kCaughtUp: files that had lines appended
