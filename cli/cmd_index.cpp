@@ -1,6 +1,7 @@
-// `paratune index rebuild|status [--log FILE]... [--index FILE]`: the history store that `paratune log` answers
-// filtered queries from (tuning/scan/log_store.h; docs/tuning-log.md "The history store"). The JSONL stays the
-// source of truth: the store is rebuilt from it, and a store that no longer matches the files is not used.
+// `paratune index rebuild|update|status [--log FILE]... [--index FILE]`: the history store that `paratune log`
+// answers filtered queries from (tuning/scan/log_store.h; docs/tuning-log.md "The history store"). The JSONL stays
+// the source of truth: the store is built from it, caught up with the lines appended since, and rebuilt when a
+// file was rotated, truncated or rewritten.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -19,12 +20,13 @@ namespace scan = paratune::tuning::scan;
 const char* kDescription =
     "The history store of the site tuning log: an SQLite file that `paratune log` answers from (by job, user,\n"
     "partition, time, GPU, framework) without reading the whole log. It records which line of which file is\n"
-    "each job's (the one the merge chooses) and the files' device, inode, size and modification time; when the\n"
-    "files are not exactly those any more (a line appended, a rotation, another --log list) it is stale and\n"
-    "`paratune log` reads the files instead, with the same result. Rebuild it after rotation or from cron.\n"
-    "Default store: tuning-index.sqlite in the directory of the first --log (or that directory itself).";
+    "each job's (the one the merge chooses) and, per file, its device, inode and how far it was read. The log\n"
+    "is append-only between rotations: `update` (and `paratune log`, finding the store behind) reads only the\n"
+    "lines appended since, and rebuilds it whole when a file was rotated, truncated or rewritten or the --log\n"
+    "list changed; `rebuild` always rebuilds. Writers hold PATH.lock. Default store: tuning-index.sqlite in the\n"
+    "directory of the first --log (or that directory itself).";
 const char* kFooter = "exit status: 0 ok (status: the store is current), 1 the log or the store cannot be read or "
-                      "written (status: missing or stale), 2 bad option";
+                      "written (status: missing or behind the files), 2 bad option";
 
 struct IndexArgs {
   std::vector<std::string> paths;
@@ -77,6 +79,30 @@ int rebuild(const IndexArgs& a) {
   return kOk;
 }
 
+int update(const IndexArgs& a) {
+  const char* command = "paratune index update";
+  std::vector<std::unique_ptr<scan::FileSource>> open;
+  if (!open_files(a, command, &open)) {
+    std::fprintf(stderr, "%s: not every log could be read; the index is not written\n", command);
+    return kFailure;
+  }
+  const std::string path = store_path(a);
+  try {
+    const scan::UpdateResult u = scan::update_store(path, raw(open));
+    using Kind = scan::UpdateResult::Kind;
+    if (u.kind == Kind::kCurrent) std::printf("%s: current (%zu jobs)\n", path.c_str(), u.jobs);
+    if (u.kind == Kind::kCaughtUp)
+      std::printf("%s: caught up: %zu lines appended to %zu file%s (%zu jobs)\n", path.c_str(), u.lines,
+                  u.files_grown, u.files_grown == 1 ? "" : "s", u.jobs);
+    if (u.kind == Kind::kRebuilt)
+      std::printf("%s: rebuilt (%s): %zu jobs from %zu lines\n", path.c_str(), u.why.c_str(), u.jobs, u.lines);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", command, e.what());
+    return kFailure;
+  }
+  return kOk;
+}
+
 int status(const IndexArgs& a) {
   const char* command = "paratune index status";
   std::vector<std::unique_ptr<scan::FileSource>> open;
@@ -108,13 +134,16 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
   CLI::App* re = app.add_subcommand("rebuild", "build the store anew from the logs (written whole, then renamed)");
   describe(*re, kDescription);
   add_common(*re, *a);
+  CLI::App* up = app.add_subcommand("update", "catch the store up with the lines appended since (rebuild if rotated)");
+  describe(*up, kDescription);
+  add_common(*up, *a);
   CLI::App* st = app.add_subcommand("status", "say whether the store is current for the logs, or why not");
   describe(*st, kDescription);
   add_common(*st, *a);
-  return [a, re] { return re->parsed() ? rebuild(*a) : status(*a); };
+  return [a, re, up] { return re->parsed() ? rebuild(*a) : up->parsed() ? update(*a) : status(*a); };
 }
 
-Register reg{"index", "the history store of the tuning log (index rebuild | index status)", setup};
+Register reg{"index", "the history store of the tuning log (index rebuild | update | status)", setup};
 
 }  // namespace
 }  // namespace paratune::cli

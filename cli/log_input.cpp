@@ -62,6 +62,37 @@ std::vector<std::string> expand_glob(const std::string& pattern) {
   return out;
 }
 
+// The history store at `path` for the opened files: used as it is when current; when it is behind (lines
+// appended, a rotation) brought up to date first (tuning/scan's update_store) and then used; null with *why when
+// there is none or it cannot be used (*update_failed: it could not be written). When another reader caught the
+// store up past what these files held when they were opened, they are opened again (in place in *open).
+std::unique_ptr<tuning::scan::LogStore> current_store(const std::string& path,
+                                                      std::vector<std::unique_ptr<tuning::scan::FileSource>>* open,
+                                                      std::string* why, bool* update_failed) {
+  using Kind = tuning::scan::UpdateResult::Kind;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<tuning::scan::FileSource*> opened;
+    for (const auto& f : *open) opened.push_back(f.get());
+    auto index = tuning::scan::LogStore::open_current(path, opened, why);
+    std::error_code ec;
+    if (index || !fs::exists(fs::symlink_status(path, ec))) return index;
+    try {
+      if (tuning::scan::update_store(path, opened).kind != Kind::kAhead)
+        return tuning::scan::LogStore::open_current(path, opened, why);
+      for (auto& f : *open) {
+        auto again = std::make_unique<tuning::scan::FileSource>(f->name());
+        f = std::move(again);
+      }
+    } catch (const std::exception& e) {
+      *why = std::string("cannot bring the history store up to date: ") + e.what();
+      *update_failed = true;
+      return nullptr;
+    }
+  }
+  *why = path + ": the logs grew faster than the history store could be brought up to date";
+  return nullptr;
+}
+
 }  // namespace
 
 std::vector<std::string> log_files(const std::vector<std::string>& specs, std::vector<std::string>* problems) {
@@ -128,11 +159,14 @@ LogStream stream_logs(const std::vector<std::string>& specs, const char* command
   };
   std::unique_ptr<tuning::scan::LogStore> index;
   if (store.mode != StoreChoice::Mode::kStream) {
-    std::vector<tuning::scan::FileSource*> opened;
-    for (const auto& f : open) opened.push_back(f.get());
     std::string why;
+    bool update_failed = false;
     const std::string path = store.path.empty() ? tuning::scan::default_store_path(named) : store.path;
-    index = tuning::scan::LogStore::open_current(path, opened, &why);
+    index = current_store(path, &open, &why, &update_failed);
+    sources.clear();
+    for (const auto& f : open) sources.push_back(f.get());
+    if (!index && update_failed && store.mode == StoreChoice::Mode::kAuto)
+      std::fprintf(stderr, "%s: %s; reading the logs\n", command, why.c_str());
     if (!index && store.mode == StoreChoice::Mode::kIndex) {
       std::fprintf(stderr, "%s: %s\n", command, why.c_str());
       return r;

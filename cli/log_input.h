@@ -29,9 +29,11 @@ struct LogStream {
   bool from_index = false;          // the history store answered (log_store.h)
 };
 
-// Where the merged log comes from: the files ("stream"), the history store when it is current and the files
-// otherwise ("auto"), or the store alone ("index": an error naming why when it is missing or stale). Both give
-// the same entries, problems and summary. `path` "": tuning/scan's default_store_path of the specs.
+// Where the merged log comes from: the files ("stream"), the history store when there is one and the files
+// otherwise ("auto"), or the store alone ("index": an error naming why when it is missing or cannot be used). A
+// store behind the files is first brought up to date (tuning/scan's update_store: the lines appended since, or a
+// rebuild after a rotation); one that cannot be (not writable) is not used. Both give the same entries, problems
+// and summary. `path` "": tuning/scan's default_store_path of the specs.
 struct StoreChoice {
   enum class Mode { kStream, kAuto, kIndex } mode = Mode::kStream;
   std::string path;

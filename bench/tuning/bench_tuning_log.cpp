@@ -1,7 +1,7 @@
 // The site tuning log at scale (Google Benchmark): the `paratune` commands a site runs on its log, each run as
 // the real command on generated logs of 100k and 1M lines (site_log.h), timed end to end with the command's peak
 // resident memory (getrusage of the child); and the JSON parsers the streaming reader could use, on lines of the
-// same log. README "The tuning log at site scale" quotes these.
+// same log. docs/operations.md "The tuning log at site scale" quotes these.
 //
 //   bench_tuning_log [--benchmark_filter=...]
 // Environment: PARATUNE_CLI          the command to measure (default: the one built with this benchmark; set it
@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -142,6 +143,48 @@ void command(benchmark::State& state, const std::string& what) {
   fs::remove_all(work);
 }
 
+// The history store caught up with 1,000 lines appended (new jobs, as the plugin appends them) to a store of the
+// whole log of state.range(0) lines: `paratune index update` over [the generated log, a second file the lines are
+// appended to]. Each iteration starts from the same store (copied) and the same empty second file (truncated,
+// its modification time set back to what the store recorded); only the update is timed.
+void catch_up(benchmark::State& state) {
+  const Log& log = site_log(size_t(state.range(0)));
+  const fs::path dir = fs::path(log.path).parent_path() / ("catch-up-" + std::to_string(state.range(0)));
+  fs::create_directories(dir);
+  const std::string tail = (dir / "tail.jsonl").string(), base = (dir / "base.sqlite").string(),
+                    store = (dir / "store.sqlite").string(), more = (dir / "appended.jsonl").string();
+  static std::map<int64_t, fs::file_time_type> built;  // once per size and process: the base store
+  if (!built.count(state.range(0))) {
+    paratune::bench::SiteLogOptions o;
+    o.lines = 1000;
+    o.index_last = 0;
+    o.first_id = std::stoll(log.facts.last_job) + 1;
+    o.start_time = log.facts.last_time;
+    o.seed = 2;
+    paratune::bench::write_site_log(more, o);
+    std::ofstream(tail, std::ios::trunc);
+    built[state.range(0)] = fs::last_write_time(tail);
+    const RunResult r = run_command({cli(), "index", "rebuild", "--log", log.path, "--log", tail, "--index", base});
+    if (r.status != 0) state.SkipWithError("index rebuild failed");
+  }
+  std::ifstream in(more, std::ios::binary);
+  const std::string lines((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  RunResult last;
+  for (auto _ : state) {
+    fs::copy_file(base, store, fs::copy_options::overwrite_existing);
+    fs::resize_file(tail, 0);
+    std::ofstream(tail, std::ios::app | std::ios::binary) << lines;
+    last = run_command({cli(), "index", "update", "--log", log.path, "--log", tail, "--index", store});
+    state.SetIterationTime(last.seconds);
+    fs::resize_file(tail, 0);
+    fs::last_write_time(tail, built[state.range(0)]);
+  }
+  state.counters["cpu_s"] = last.cpu_seconds;
+  state.counters["peak_rss_MB"] = double(last.peak_kib) / 1024.0;
+  state.counters["exit"] = last.status;
+  state.counters["lines_appended"] = 1000;
+}
+
 // ---- the parsers: what reading one line costs ----
 
 std::vector<std::string> sample_lines(size_t n) {
@@ -260,6 +303,9 @@ void register_commands() {
     for (int64_t n : sizes()) b->Arg(n);
     b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true);
   }
+  auto* b = benchmark::RegisterBenchmark("Command/index_catch_up_1000", catch_up);
+  for (int64_t n : sizes()) b->Arg(n);
+  b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true);
 }
 
 }  // namespace

@@ -154,7 +154,7 @@ SiteLogFacts write_site_log(const std::string& path, const SiteLogOptions& o) {
   if (!out) throw std::runtime_error(path + ": cannot write");
   SiteLogFacts f;
   f.configurations = configs.size();
-  long long time = 1735689600, id = 1000000;
+  long long time = o.start_time, id = o.first_id - 1;
   std::vector<std::string> recent;  // lines a shipper may deliver again
   std::vector<std::pair<std::string, std::pair<uint64_t, size_t>>> indexed;
   uint64_t offset = 0;

@@ -14,6 +14,7 @@ struct SiteLogOptions {
   unsigned seed = 1;
   size_t index_last = 10000;  // write the per-job index markers of the last N jobs (as the plugin does); 0: none
   double oom_share = 0.01, suspect_share = 0.03, duplicate_share = 0.005, broken_share = 0.0005;
+  long long first_id = 1000001, start_time = 1735689600;  // the first job's id; end times start after this
 };
 
 struct SiteLogFacts {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/catalog.h"
@@ -38,7 +39,7 @@ double predict_with(const SampleConfig& c, const ModelParams& p) {
 }
 
 ConfigIndex::ConfigIndex(const std::vector<Sample>& samples) {
-  std::map<const SampleConfig*, size_t> at;
+  std::unordered_map<const SampleConfig*, size_t> at;
   for (const auto& s : samples) {
     const auto [it, fresh] = at.emplace(s.config.get(), configs.size());
     if (fresh) configs.push_back(s.config.get());
@@ -191,8 +192,10 @@ ErrorStats error_stats(const std::vector<Sample>& samples, const Calibration& c)
   double sum = 0;
   for (double a : abs) sum += a;
   st.mean_abs = sum / double(abs.size());
-  std::sort(abs.begin(), abs.end());
-  st.median_abs = abs.size() % 2 ? abs[abs.size() / 2] : (abs[abs.size() / 2 - 1] + abs[abs.size() / 2]) / 2;
+  // The middle element(s) without sorting them all: the same values, a million jobs in linear time.
+  const auto mid = abs.begin() + long(abs.size() / 2);
+  std::nth_element(abs.begin(), mid, abs.end());
+  st.median_abs = abs.size() % 2 ? *mid : (*std::max_element(abs.begin(), mid) + *mid) / 2;
   return st;
 }
 

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "calibrate_detail.h"
+#include "huber_sum.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/tuning/calibrate.h"
 #include "paratune/tuning/robust.h"
@@ -106,25 +107,17 @@ CalibrationEntry fit_entry(const Group& g, const std::vector<Sample>& local, con
   double wsum = 0;
   for (double x : w) wsum += x;
   // log(achieved / predicted) as log(achieved) - log(predicted): the first once per job, the second once per
-  // configuration and evaluation, so that the hundreds of evaluations of a fit take no logarithm per job.
+  // configuration and evaluation; the jobs' sum is taken per configuration from sorted prefix sums (huber_sum.h),
+  // so that the hundreds of evaluations of a fit cost nothing per job.
   std::vector<double> log_achieved(local.size());
   for (size_t i = 0; i < local.size(); ++i) log_achieved[i] = std::log(local[i].achieved_step_s);
+  const detail::HuberSum huber(log_achieved, idx.of, idx.configs.size(), w, o.huber_delta);
   auto loss = [&](double lc, double ln) {
     e.compute_scale = std::exp(lc);
     e.network_scale = std::exp(ln);
     auto log_pred = idx.predict([&](const Scenario& sc) { return apply_entry(e, sc); });
     for (double& p : log_pred) p = std::log(p);
-    double sum = 0;
-    const double delta = o.huber_delta;
-    for (size_t i = 0; i < local.size(); ++i) {
-      const double r = std::fabs(log_achieved[i] - log_pred[idx.of[i]]);
-      // Both branches computed and one kept by a 0/1 factor, not a jump: which one applies is as random as the
-      // jobs' errors, and a mispredicted branch per job cost more than the arithmetic. x * 1 + y * 0 is x exactly
-      // (both finite), so the values and the order of the sum are those of the plain branch.
-      const double squared = r * r, linear = delta * (2 * r - delta), in = double(r <= delta);
-      sum += w[i] * (squared * in + linear * (1 - in));
-    }
-    return sum / wsum + o.prior_weight * (lc * lc + ln * ln);
+    return huber(log_pred) / wsum + o.prior_weight * (lc * lc + ln * ln);
   };
   double lc = 0, ln = 0;
   for (int round = 0; round < (fit_net ? 4 : 1); ++round) {

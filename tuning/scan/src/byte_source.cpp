@@ -43,6 +43,11 @@ FileSource::~FileSource() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+uint64_t FileSource::size_now() const {
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 ? uint64_t(st.st_size) : size_;
+}
+
 size_t FileSource::read_at(uint64_t offset, char* buf, size_t n) {
   for (;;) {
     const ssize_t k = ::pread(fd_, buf, n, off_t(offset));

@@ -246,8 +246,8 @@ class Merger {
 
 }  // namespace
 
-LineScanner::LineScanner(ByteSource& src, size_t max_line)
-    : src_(src), max_line_(max_line), cap_(std::max(max_line, size_t(1)) + kChunk) {
+LineScanner::LineScanner(ByteSource& src, size_t max_line, uint64_t start, size_t lines_before)
+    : src_(src), max_line_(max_line), cap_(std::max(max_line, size_t(1)) + kChunk), base_(start), number_(lines_before) {
   buf_.resize(cap_ + parser_padding());
 }
 

@@ -42,6 +42,7 @@ class FileSource : public ByteSource {
   ino_t inode() const { return ino_; }
   uint64_t size_at_open() const { return size_; }
   int64_t mtime_ns_at_open() const { return mtime_ns_; }  // last modification, nanoseconds since the epoch
+  uint64_t size_now() const;  // the size now (it grows while a writer appends); size_at_open() on an error
 
  private:
   std::string path_;

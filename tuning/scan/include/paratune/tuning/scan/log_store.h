@@ -5,9 +5,12 @@
 // lines it points at, by the same code as the streaming reader's second pass. So both paths give the same result.
 //
 // A store describes one exact list of files (as named on the command line, in order) with each file's device,
-// inode, size and modification time when it was built. Any difference (a line appended, a rotation, another
-// --log list) makes it stale, and the reader streams instead. `paratune index rebuild` writes it whole (to a
-// temporary file renamed over the old one, so a reader never sees half a store).
+// inode, size and modification time when it was last indexed. A reader uses it only when it matches the files
+// exactly (open_current). The log is append-only between rotations, so an update (update_store) reads only the
+// lines appended since, from the byte where it stopped in each file, and applies them with the merge's rules to
+// what the store holds; a file that was replaced (rotated), truncated or rewritten, or another file list, makes
+// it rebuild the store whole (to a temporary file renamed over the old one, so a reader never sees half a store).
+// Writers take an exclusive lock on PATH.lock, so that two readers who find the store behind do not both write.
 #pragma once
 
 #include <cstdint>
@@ -41,14 +44,33 @@ struct RebuildResult {
   size_t rows = 0;
 };
 
-// Builds the store at `path` from `files` (opened by the caller; their stamps are taken from them). Throws
-// std::runtime_error naming the path on an SQLite error, or what a source throws; the old store stays then.
-RebuildResult rebuild_store(const std::string& path, const std::vector<FileSource*>& files);
+// Builds the store at `path` from `files` (opened by the caller; their stamps are taken from them, and each is
+// read up to its size when it was opened), under the lock. Throws std::runtime_error naming the path on an SQLite
+// error, a lock not had within `lock_wait_ms`, or what a source throws; the old store stays then.
+RebuildResult rebuild_store(const std::string& path, const std::vector<FileSource*>& files, int lock_wait_ms = 30000);
+
+struct UpdateResult {
+  // kAhead: the store holds lines past what these files held when they were opened (another reader caught it up
+  // since); nothing was written: open the files again.
+  enum class Kind { kCurrent, kCaughtUp, kRebuilt, kAhead } kind = Kind::kCurrent;
+  std::string why;          // kRebuilt: why not a catch-up ("no index at ...", "FILE was replaced", ...)
+  size_t lines = 0;         // lines read (kCaughtUp: those appended since the last update)
+  size_t files_grown = 0;   // kCaughtUp: files that had lines appended
+  size_t jobs = 0;          // jobs in the store afterwards
+};
+
+// Brings the store at `path` up to date with `files` (opened by the caller: what each held when it was opened is
+// what gets indexed), under an exclusive lock on `path`.lock (waited for at most `lock_wait_ms`): nothing when it
+// is current; the lines appended since it was last indexed when every file only grew (the same device and
+// inode, its first and last indexed 4 KiB unchanged, its last indexed line complete); a rebuild otherwise, or
+// when there is no store. Throws as rebuild_store; the store is then as it was.
+UpdateResult update_store(const std::string& path, const std::vector<FileSource*>& files, int lock_wait_ms = 30000);
 
 class LogStore {
  public:
   // The store at `path` opened read-only if it describes exactly `files` as they are now; null with *why set
-  // ("no index at PATH", "stale: FILE changed since the index was built", ...) otherwise.
+  // ("no index at PATH", "stale: FILE changed since the index was built", ...) otherwise. It is read in one
+  // transaction: an update waits until this object is gone.
   static std::unique_ptr<LogStore> open_current(const std::string& path, const std::vector<FileSource*>& files,
                                                 std::string* why);
   ~LogStore();

@@ -77,7 +77,9 @@ class LineScanner {
     size_t length = 0;       // bytes, without the '\n'
     bool too_long = false;
   };
-  LineScanner(ByteSource& src, size_t max_line);
+  // From byte `start` (the first byte of a line), whose line is numbered `lines_before` + 1: the history store
+  // reads only what was appended since it last read a file.
+  LineScanner(ByteSource& src, size_t max_line, uint64_t start = 0, size_t lines_before = 0);
   // The next line that is not blank (only spaces, tabs, '\r'); false at the end.
   bool next(Line* out);
   size_t lines_seen() const { return number_; }  // every line so far, blank ones too
