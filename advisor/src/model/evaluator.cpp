@@ -15,6 +15,8 @@ double Evaluator::grouped_shape_factor(double M, double N, double K) {
   return terms::grouped_shape_factor(M, N, K);
 }
 
+double Evaluator::a2a_interference(const Layout& l) const { return terms::a2a_interference(r_, p_, l); }
+
 double Evaluator::gemm_s(double M, double N, double K, bool linear) const {
   return terms::gemm_s(r_, p_, M, N, K, linear);
 }

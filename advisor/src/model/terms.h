@@ -167,6 +167,9 @@ struct MoeComm {
   double exposed = 0;    // after overlap with another micro-batch (dispatcher and stack permitting)
   double imbalance = 0;  // the busiest rank's extra all-to-all time (exposed share)
 };
+// The share of the overlapped computation a hidden dispatch/combine slows: the SMs the flex dispatcher's kernels
+// hold (HybridEP 16, DeepEP 20) over the GPU's; NCCL's all-to-all keeps the fitted overlap_interference.
+double a2a_interference(const Resolved& R, const ModelParams& p, const Layout& l);
 // Whether dispatch/combine overlap another micro-batch in this layout (--overlap-moe-expert-parallel-comm).
 bool moe_a2a_overlap_on(const MoeDims& d, const Layout& l);
 MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c, double recompute);
