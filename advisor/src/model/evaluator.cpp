@@ -119,7 +119,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   }
   pl.stack = host_bound_excess(r_, p_, l, pl.total()) +
              p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6 +
-             (moe ? moe_layer_overhead_s(r_, p_) : 0);
+             (moe ? moe_layer_overhead_s(r_, p_, l) : 0);
   r.layer_fwd_s = lc.fwd() + tp.per_layer * 2 / tp.count + cp / 3 + (pl.ep + pl.imbalance) / 3;
   r.layer_bwd_s = lc.bwd() + rc + tp.per_layer * (tp.count - 2) / tp.count + cp * 2 / 3 + (pl.ep + pl.imbalance) * 2 / 3;
 

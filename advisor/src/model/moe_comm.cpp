@@ -157,8 +157,14 @@ MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l,
   return mc;
 }
 
-double moe_layer_overhead_s(const Resolved& R, const ModelParams& p) {
-  return R.moe.moe ? R.moe.mix * p.moe_layer_us * 1e-6 : 0;
+double moe_layer_overhead_s(const Resolved& R, const ModelParams& p, const Layout& l) {
+  if (!R.moe.moe) return 0;
+  // The host waits for the dropless token counts of each dispatch (DeepEP README: the CPU waits for the GPU's
+  // received-count signal; the all-to-all dispatcher's splits): with nothing queued behind the wait the GPU idles.
+  // In the combined 1F1B schedule the other micro-batch's layer is queued on the computation stream when the host
+  // waits, so only the unpaired passes idle.
+  const double exposed_share = moe_a2a_overlap_on(R.moe, l) ? 1 - paired_share(R, l) : 1.0;
+  return R.moe.mix * p.moe_layer_us * 1e-6 * exposed_share;
 }
 
 double moe_stage_params(const Resolved& R, const Layout& l, double* expert_part) {
