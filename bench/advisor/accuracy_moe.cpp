@@ -125,8 +125,9 @@ void write_moe(std::ostream& md, MoeInputs& in) {
   for (const auto& [why, n] : in.skipped) md << " " << n << " " << why << ";";
   md << " (kept in the files). The dense parameters stay as shipped (the dense rows above never see an MoE row); "
         "only the MoE terms below are fitted, on the MoE rows alone, out of sample first. Knobs a table does not "
-        "state (recompute; the token dispatcher of the Megatron-Bridge rows) are set to the fastest choice that "
-        "fits, as for the dense rows. The Megatron-Bridge MoE benchmarks force-balance the routing (its footnote); "
+        "state (recompute; the token dispatcher of the Megatron-Bridge rows; the pipeline stage split, which NVIDIA's "
+        "DeepSeek-V3 recipes and MLPerf runs set with --pipeline-model-parallel-layout: the framework's own or the "
+        "one balanced by cost, as advise plans it) are set to the fastest choice that fits, as for the dense rows. The Megatron-Bridge MoE benchmarks force-balance the routing (its footnote); "
         "the MLPerf runs route for real, and only they constrain `moe_route_imbalance`.\n\n";
 
   md << "### All-to-all bandwidth (`alltoall_bw.csv`)\n\n"

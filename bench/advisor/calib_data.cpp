@@ -392,6 +392,14 @@ RowPrediction predict_row(const Row& r, const ModelParams& p) {
   if (!r.rc_known && r.rc_moe_no_full) rcs = {Recompute::None, Recompute::Selective};
   std::vector<Dispatcher> ds{r.l.dispatcher};
   if (!r.dispatcher_known) ds = {Dispatcher::AllToAll, Dispatcher::Flex};
+  auto consider = [&](const Layout& l, const Evaluator::Result& res) {
+    const double t = r.per_layer ? res.layer_fwd_s + res.layer_bwd_s : res.step_s;
+    const bool better = (res.fits && !best_fits) || (res.fits == best_fits && t < best.time_s);
+    if (better) {
+      best.time_s = t; best.layout = l; best.fits = res.fits; best.mem_gib = res.mem_gib;
+      best_fits = res.fits;
+    }
+  };
   for (Dispatcher disp : ds)
   for (int b : mbs)
     for (int v : vs)
@@ -399,11 +407,12 @@ RowPrediction predict_row(const Row& r, const ModelParams& p) {
         Layout l = r.l;
         l.micro_batch = b; l.virtual_stages = v; l.recompute = rc; l.dispatcher = disp;
         const auto res = ev.evaluate(l);
-        const double t = r.per_layer ? res.layer_fwd_s + res.layer_bwd_s : res.step_s;
-        const bool better = (res.fits && !best_fits) || (res.fits == best_fits && t < best.time_s);
-        if (better) {
-          best.time_s = t; best.layout = l; best.fits = res.fits; best.mem_gib = res.mem_gib;
-          best_fits = res.fits;
+        consider(l, res);
+        // An unstated stage split: also the split balanced by cost (Megatron's --pipeline-model-parallel-layout,
+        // as advise plans it), the faster that fits.
+        if (!r.split_known && l.pp > 1) {
+          const Layout planned = ev.with_planned_stages(l, res);
+          if (planned.first_stage_layers > 0) consider(planned, ev.evaluate(planned));
         }
       }
   return best;

@@ -25,6 +25,7 @@ struct Row {
   Layout l;
   bool mb_known = true, vpp_known = true, rc_known = true;
   bool dispatcher_known = true;
+  bool split_known = true;       // the pipeline stage split is the row's own (false: planned by cost where faster)
   bool rc_moe_no_full = false;   // MoE rows: an unstated recompute is none or selective (the recipes never use full)  // MoE rows whose table names no token dispatcher: the faster of alltoall and flex
   bool per_layer = false;        // KOR22 Table 4 micro-benchmark (time of one layer, fwd+bwd)
   double meas_time_s = 0;        // iteration time implied by the measured quantity and the row's formula

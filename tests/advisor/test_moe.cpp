@@ -164,6 +164,49 @@ TEST(MoeOverlap, FollowsMegatronsLayerSchedule) {
   }
 }
 
+// A hidden dispatch/combine still holds the SMs its kernels run on: Megatron-Core gives HybridEP 16 SMs and DeepEP 20
+// (TransformerConfig moe_hybridep_num_sms, moe_deepep_num_sms); an H100 SXM5 has 132 SMs, a GB200 148 (data
+// sheets). The computation beside the transfer loses that share for as long as it lasts. NCCL's all-to-all keeps the
+// interference fitted on the dense stacks' overlapped collectives.
+TEST(MoeOverlap, HiddenTransfersTakeTheDispatchersSms) {
+  Scenario h100 = cluster("qwen3-235b-a22b", "h100-sxm5-80gb", 8, 8, 8, 400, 512);
+  const Layout flex = moe_layout(1, 1, 64, 16, Dispatcher::Flex);
+  EXPECT_NEAR(Evaluator(h100, Framework::Megatron).a2a_interference(flex), 16.0 / 132, 1e-9);
+  h100.cluster.kernels = std::vector<Kernel>{Kernel::DeepEP};  // a site with DeepEP only
+  EXPECT_NEAR(Evaluator(h100, Framework::Megatron).a2a_interference(flex), 20.0 / 132, 1e-9);
+  const Scenario gb200 = cluster("qwen3-235b-a22b", "gb200", 16, 4, 64, 400, 512);
+  EXPECT_NEAR(Evaluator(gb200, Framework::Megatron).a2a_interference(flex), 16.0 / 148, 1e-9);
+  const Layout a2a = moe_layout(1, 1, 64, 16, Dispatcher::AllToAll);
+  EXPECT_NEAR(Evaluator(gb200, Framework::Megatron).a2a_interference(a2a), shipped_params().overlap_interference,
+              1e-12);
+  // The hidden part is what it slows: with overlap on, the exposed all-to-all grows with the SM share.
+  Scenario s = cluster("qwen3-235b-a22b", "h100-sxm5-80gb", 8, 8, 8, 400, 512);
+  s.training.moe_a2a_overlap = true;
+  const double hybridep = Evaluator(s, Framework::Megatron).evaluate(flex).br.ep_comm;
+  s.cluster.kernels = std::vector<Kernel>{Kernel::DeepEP};
+  const double deepep = Evaluator(s, Framework::Megatron).evaluate(flex).br.ep_comm;
+  EXPECT_GT(deepep, hybridep);
+}
+
+// The host waits for each dispatch's dropless token counts (DeepEP README: the CPU waits for the GPU's received-count
+// signal). Without the 1F1B overlap nothing is queued behind the wait and every layer of every micro-batch pays the
+// host-bound time; with it the other micro-batch's layer is queued, and only the unpaired passes pay (without a
+// pipeline: the first forward and the last backward, one of the m micro-batches).
+TEST(MoeOverlap, HostWaitHidesBehindThePairedMicroBatch) {
+  const Layout l = moe_layout(1, 1, 64, 16, Dispatcher::Flex);
+  auto other = [&](bool overlap) {
+    Scenario s = cluster("qwen3-235b-a22b", "h100-sxm5-80gb", 8, 8, 8, 400, 512);
+    s.training.moe_a2a_overlap = overlap;
+    return Evaluator(s, Framework::Megatron).evaluate(l);
+  };
+  const auto on = other(true), off = other(false);
+  const int m = on.microbatches, layers = 94;  // Qwen3-235B-A22B: 94 layers, every one an MoE layer
+  ASSERT_EQ(m, 512 / 64);
+  const double host = shipped_params().moe_layer_us * 1e-6;
+  EXPECT_NEAR(off.br.other - on.br.other, m * layers * host * (1 - 1.0 / m), 1e-6);
+  EXPECT_GT(off.br.other, on.br.other);  // control: the wait is priced at all
+}
+
 // Expert weights are split over ep: DeepSeek-V3's 256 experts do not fit 80 GB without it, do with EP 64; the
 // optimizer states of the experts shard over their own data-parallel group (edp = tp cp dp / ep).
 TEST(MoeTerms, ExpertWeightsShardOverEp) {

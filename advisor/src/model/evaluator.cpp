@@ -15,6 +15,8 @@ double Evaluator::grouped_shape_factor(double M, double N, double K) {
   return terms::grouped_shape_factor(M, N, K);
 }
 
+double Evaluator::a2a_interference(const Layout& l) const { return terms::a2a_interference(r_, p_, l); }
+
 double Evaluator::gemm_s(double M, double N, double K, bool linear) const {
   return terms::gemm_s(r_, p_, M, N, K, linear);
 }
@@ -117,7 +119,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   }
   pl.stack = host_bound_excess(r_, p_, l, pl.total()) +
              p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6 +
-             (moe ? moe_layer_overhead_s(r_, p_) : 0);
+             (moe ? moe_layer_overhead_s(r_, p_, l) : 0);
   r.layer_fwd_s = lc.fwd() + tp.per_layer * 2 / tp.count + cp / 3 + (pl.ep + pl.imbalance) / 3;
   r.layer_bwd_s = lc.bwd() + rc + tp.per_layer * (tp.count - 2) / tp.count + cp * 2 / 3 + (pl.ep + pl.imbalance) * 2 / 3;
 

@@ -113,6 +113,18 @@ double paired_share(const Resolved& R, const Layout& l) {
 
 }  // namespace
 
+// The compute a hidden transfer of this dispatcher slows: DeepEP / HybridEP run on a fixed set of SMs (Megatron-Core
+// TransformerConfig: moe_hybridep_num_sms = 16, moe_deepep_num_sms = 20; the HybridEP README measures its rates at
+// 16 SMs on B200), so the computation overlapped with them runs on the rest of the GPU and loses that share of its
+// SMs for as long as the transfer lasts. NCCL's all-to-all (its channels' SMs and the HBM traffic of its copies)
+// keeps the interference fitted on the dense stacks' overlapped collectives.
+double a2a_interference(const Resolved& R, const ModelParams& p, const Layout& l) {
+  if (l.dispatcher != Dispatcher::Flex || R.gpu.sm_count <= 0) return p.overlap_interference;
+  const bool deepep_only = R.s.cluster.lacks(Kernel::HybridEP) && !R.s.cluster.lacks(Kernel::DeepEP);
+  const double sms = deepep_only ? 20 : 16;
+  return std::min(1.0, sms / R.gpu.sm_count);
+}
+
 bool moe_a2a_overlap_on(const MoeDims& d, const Layout& l) {
   // Megatron-Core's TransformerConfig asserts: EP > 1, the alltoall or flex dispatcher, no full recompute, and with
   // PP > 1 an interleaved schedule (the merged 1F1B needs virtual stages).
@@ -132,21 +144,27 @@ MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l,
   mc.exposed = mc.raw;
   if (moe_a2a_overlap_on(R.moe, l)) {
     // Paired passes expose what the other micro-batch's computation cannot cover; the hidden part still takes the
-    // SMs the communication kernels run on (overlap_interference); unpaired passes expose all of it.
+    // SMs the communication kernels run on (a2a_interference); unpaired passes expose all of it.
     MoePhases c = moe_layer_phases(R, p, l);
     c.pre_b += recompute;
     const double exposed_pair = std::max(0.0, layer_pair_s(c, a) - c.sum());
     const double hidden = std::max(0.0, comm - exposed_pair);
     const double share = paired_share(R, l);
-    mc.exposed = R.moe.mix * (share * (exposed_pair + p.overlap_interference * hidden) + (1 - share) * comm);
+    mc.exposed = R.moe.mix * (share * (exposed_pair + a2a_interference(R, p, l) * hidden) + (1 - share) * comm);
   }
   // The busiest rank receives f times the rows: its all-to-all lasts that much longer, and the others wait.
   mc.imbalance = (moe_imbalance_factor(R, p, l) - 1) * mc.exposed;
   return mc;
 }
 
-double moe_layer_overhead_s(const Resolved& R, const ModelParams& p) {
-  return R.moe.moe ? R.moe.mix * p.moe_layer_us * 1e-6 : 0;
+double moe_layer_overhead_s(const Resolved& R, const ModelParams& p, const Layout& l) {
+  if (!R.moe.moe) return 0;
+  // The host waits for the dropless token counts of each dispatch (DeepEP README: the CPU waits for the GPU's
+  // received-count signal; the all-to-all dispatcher's splits): with nothing queued behind the wait the GPU idles.
+  // In the combined 1F1B schedule the other micro-batch's layer is queued on the computation stream when the host
+  // waits, so only the unpaired passes idle.
+  const double exposed_share = moe_a2a_overlap_on(R.moe, l) ? 1 - paired_share(R, l) : 1.0;
+  return R.moe.mix * p.moe_layer_us * 1e-6 * exposed_share;
 }
 
 double moe_stage_params(const Resolved& R, const Layout& l, double* expert_part) {

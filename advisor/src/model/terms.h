@@ -167,11 +167,15 @@ struct MoeComm {
   double exposed = 0;    // after overlap with another micro-batch (dispatcher and stack permitting)
   double imbalance = 0;  // the busiest rank's extra all-to-all time (exposed share)
 };
+// The share of the overlapped computation a hidden dispatch/combine slows: the SMs the flex dispatcher's kernels
+// hold (HybridEP 16, DeepEP 20) over the GPU's; NCCL's all-to-all keeps the fitted overlap_interference.
+double a2a_interference(const Resolved& R, const ModelParams& p, const Layout& l);
 // Whether dispatch/combine overlap another micro-batch in this layout (--overlap-moe-expert-parallel-comm).
 bool moe_a2a_overlap_on(const MoeDims& d, const Layout& l);
 MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c, double recompute);
-// Per layer (mix-averaged) and micro-batch: the MoE block's host-bound overhead (small kernels, token-count sync).
-double moe_layer_overhead_s(const Resolved& R, const ModelParams& p);
+// Per layer (mix-averaged) and micro-batch: the MoE block's host-bound overhead (small kernels, token-count sync),
+// exposed only in the passes no paired micro-batch's layer is queued behind (all of them without the 1F1B overlap).
+double moe_layer_overhead_s(const Resolved& R, const ModelParams& p, const Layout& l);
 // Multi-token prediction on the last stage: one more MoE layer and the LM head again per MTP module.
 double mtp_s(const Resolved& R, const ModelParams& p, const Layout& l, double layer_s);
 // Once-per-step terms with the experts' own data-parallel group (edp = tp cp dp / (ep etp), ranks ep etp apart).

@@ -187,6 +187,8 @@ class Evaluator {
   // The grouped expert kernel's shape factor, 1 / (1 + 168/M + 950/N + 825/K) scaled to gemm_shape_factor at an
   // 8192-cube GEMM (DeepGEMM's tables in data/calibration/grouped_gemm.csv; docs/model.md §9).
   static double grouped_shape_factor(double M, double N, double K);
+  // The share of the overlapped computation a hidden MoE dispatch/combine slows (the SMs its kernels hold).
+  double a2a_interference(const Layout& l) const;
 
   double capacity_gib() const { return r_.capacity_gib; }
   const GpuSpec& gpu() const { return r_.gpu; }
