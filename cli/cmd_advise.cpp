@@ -408,11 +408,26 @@ std::vector<std::string> knob_words(unsigned on, const std::string& section) {
   return words;
 }
 
+// The keys as the help lists them, "keys: a, b, ..." wrapped under the option's description.
+std::string knob_list(unsigned on, const std::string& section) {
+  std::string out = "keys: ", line;
+  for (auto word : knob_words(on, section)) {
+    word.pop_back();  // the '='
+    if (line.size() + word.size() > 84) {
+      out += line + ",\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : ", ") + word;
+  }
+  return out + line;
+}
+
 // The options of the --paratune form (advise only): the facts Slurm gives the plugin in a job.
 void add_job_options(CLI::App& app, AdviseArgs& a, CLI::Option* scenario) {
   auto* spec = app.add_option("--paratune", a.job.spec,
                               "the plan a job submitted with --paratune=SPEC would get: the plugin's own decision\n"
-                              "from the facts below instead of Slurm's (\"\" = bare --paratune)")
+                              "from the facts below instead of Slurm's (\"\" = bare --paratune);\n" +
+                                  knob_list(surface::kSpec, ""))
                    ->type_name("SPEC")
                    ->check(options::completes(knob_words(surface::kSpec, "")))
                    ->excludes(scenario)
@@ -504,7 +519,8 @@ Setup setup_for(bool explaining) {
     if (explaining)
       app.add_option("--vs", a->vs,
                      "also explain this layout: [parallel] keys as KEY=VALUE,... (e.g. tp=8,pp=2); the\n"
-                     "search completes the rest and says why it loses, or that it is inside the model's error")
+                     "search completes the rest and says why it loses, or that it is inside the model's error;\n" +
+                         knob_list(surface::kToml, "parallel"))
           ->type_name("LAYOUT")
           ->check(options::completes(knob_words(surface::kToml, "parallel")));
     app.add_option("--profile", a->profile,
