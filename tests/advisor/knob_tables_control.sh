@@ -1,12 +1,13 @@
 #!/bin/sh
-# man.knob_tables_control: the knob-table check must fail on a copy of the pages and README that lacks one knob
+# man.knob_tables_control: the knob-table check must fail on a copy of the pages, README or docs/model.md that lacks
+# one knob
 # (else man.knob_tables, which passes on the tree, would prove nothing). Usage: knob_tables_control.sh KNOB_TABLE ROOT
 set -u
 bin=$1 root=$2
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-fresh() { rm -rf "$tmp/r"; mkdir -p "$tmp/r/man"; cp "$root/man/paratune.toml.5" "$root/man/paratune-spank.8" "$tmp/r/man/"
-          cp "$root/README.md" "$tmp/r/"; }
+fresh() { rm -rf "$tmp/r"; mkdir -p "$tmp/r/man" "$tmp/r/docs"; cp "$root/man/paratune.toml.5" "$root/man/paratune-spank.8" "$tmp/r/man/"
+          cp "$root/README.md" "$tmp/r/"; cp "$root/docs/model.md" "$tmp/r/docs/"; }
 fresh
 "$bin" --check "$tmp/r" >/dev/null 2>&1 || { echo "FAIL: the unmodified copy does not pass"; exit 1; }
 # 1. The file table without parallel.dp's entry (its .TP, tag and two lines).
@@ -25,4 +26,9 @@ echo "$out" | grep -q 'does not list the key `dispatcher`' || { echo "FAIL: unex
 fresh
 grep -v 'knob table' "$root/man/paratune-spank.8" > "$tmp/r/man/paratune-spank.8"
 out=$("$bin" --check "$tmp/r" 2>&1) && { echo "FAIL: a SPEC page without its table passed"; exit 1; }
-echo "ok: the check fails on a page or README that lacks a knob"
+# 4. docs/model.md's annotated scenario file without offload_layers.
+fresh
+grep -v '^offload_layers = ' "$root/docs/model.md" > "$tmp/r/docs/model.md"
+out=$("$bin" --check "$tmp/r" 2>&1) && { echo "FAIL: docs/model.md without offload_layers passed"; exit 1; }
+echo "$out" | grep -q 'does not name parallel.offload_layers' || { echo "FAIL: unexpected message: $out"; exit 1; }
+echo "ok: the check fails on a page, README or docs/model.md that lacks a knob"

@@ -1,8 +1,8 @@
 // knob_table: the man pages' knob tables, generated from the knob table (advisor/knobs.h), and the check that the
 // documentation lists every knob.
 //   knob_table --write ROOT   rewrite the generated blocks of ROOT/man/paratune.toml.5 and ROOT/man/paratune-spank.8
-//   knob_table --check ROOT   exit 1, saying what differs, when a block is stale or README.md's --paratune section
-//                             lacks a SPEC key (ctest man.knob_tables; its control runs it on a copy missing one)
+//   knob_table --check ROOT   exit 1, saying what differs, when a block is stale, README.md's --paratune section
+//                             lacks a SPEC key or docs/model.md's annotated scenario file a file key (ctest man.knob_tables; its control runs it on a copy missing one)
 //   knob_table --spec-keys    the SPEC's keys, one a line (the completion test reads them)
 #include <cctype>
 #include <fstream>
@@ -155,6 +155,40 @@ bool check_readme(const std::string& path) {
   return ok;
 }
 
+bool has_word(const std::string& text, const std::string& word) {
+  auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1))
+    if ((at == 0 || !part(text[at - 1])) && (at + word.size() == text.size() || !part(text[at + word.size()])))
+      return true;
+  return false;
+}
+
+// docs/model.md's scenario file ("## 1. Scenario file (TOML)": one annotated file) names every key of the file
+// under its table's header ([model] ... [parallel], [cluster.gpu_spec], [[cluster.nic]], [cluster.placement]).
+bool check_model_doc(const std::string& path) {
+  const std::string doc = read(path);
+  const size_t from = doc.find("```toml", doc.find("## 1. Scenario file (TOML)"));
+  if (from == std::string::npos) {
+    std::cerr << path << ": no annotated scenario file under '## 1. Scenario file (TOML)'\n";
+    return false;
+  }
+  const std::string file = doc.substr(from, doc.find("```", from + 7) - from);
+  bool ok = true;
+  for (const char* section : knob_sections()) {
+    std::string header = std::string("\n[") + section + "]";
+    size_t at = file.find(header);
+    if (at == std::string::npos) at = file.find(std::string("\n[[") + section + "]]");
+    const size_t end = file.find("\n[", at + 1);
+    const std::string part = at == std::string::npos ? "" : file.substr(at, end - at);
+    for (const Knob* k : knobs_of(section)) {
+      if (!k->on(surface::kToml) || k->type == KnobType::Table || has_word(part, k->name)) continue;  // a header
+      std::cerr << path << ": the annotated scenario file does not name " << k->full_name() << "\n";
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,6 +210,7 @@ int main(int argc, char** argv) {
       bool ok = check_page(toml5, file_block());
       ok = check_page(spank8, spec_block()) && ok;
       ok = check_readme(root + "/README.md") && ok;
+      ok = check_model_doc(root + "/docs/model.md") && ok;
       if (ok) std::cout << "knob tables: man pages and README list every knob\n";
       return ok ? 0 : 1;
     }
