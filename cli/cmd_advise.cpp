@@ -26,6 +26,7 @@
 #include "profile_input.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_args.h"
+#include "paratune/advisor/knobs.h"
 #include "paratune/advisor/scenario_toml.h"
 #include "paratune/probe/probe.h"
 #include "job/plan_json.h"
@@ -397,12 +398,38 @@ int run_chosen(AdviseArgs& a, bool explaining) {
   return run_command(a, explaining);
 }
 
+// The words the completion offers for a SPEC or a --vs list: the knob table's keys ("tp=") on that surface (and
+// in that section), the SPEC's by the form it shows.
+std::vector<std::string> knob_words(unsigned on, const std::string& section) {
+  std::vector<std::string> words;
+  for (const Knob& k : knobs())
+    if (k.on(on) && (section.empty() || section == k.section))
+      words.push_back(std::string(on == surface::kSpec && *k.spec_key ? k.spec_key : k.name) + "=");
+  return words;
+}
+
+// The keys as the help lists them, "keys: a, b, ..." wrapped under the option's description.
+std::string knob_list(unsigned on, const std::string& section) {
+  std::string out = "keys: ", line;
+  for (auto word : knob_words(on, section)) {
+    word.pop_back();  // the '='
+    if (line.size() + word.size() > 84) {
+      out += line + ",\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : ", ") + word;
+  }
+  return out + line;
+}
+
 // The options of the --paratune form (advise only): the facts Slurm gives the plugin in a job.
 void add_job_options(CLI::App& app, AdviseArgs& a, CLI::Option* scenario) {
   auto* spec = app.add_option("--paratune", a.job.spec,
                               "the plan a job submitted with --paratune=SPEC would get: the plugin's own decision\n"
-                              "from the facts below instead of Slurm's (\"\" = bare --paratune)")
+                              "from the facts below instead of Slurm's (\"\" = bare --paratune);\n" +
+                                  knob_list(surface::kSpec, ""))
                    ->type_name("SPEC")
+                   ->check(options::completes(knob_words(surface::kSpec, "")))
                    ->excludes(scenario)
                    ->each([&a](const std::string&) { a.job_mode = true; });
   app.add_flag("--probe", a.job.probe_here, "probe this machine as the plugin would (else --topology)")->needs(spec);
@@ -492,8 +519,10 @@ Setup setup_for(bool explaining) {
     if (explaining)
       app.add_option("--vs", a->vs,
                      "also explain this layout: [parallel] keys as KEY=VALUE,... (e.g. tp=8,pp=2); the\n"
-                     "search completes the rest and says why it loses, or that it is inside the model's error")
-          ->type_name("LAYOUT");
+                     "search completes the rest and says why it loses, or that it is inside the model's error;\n" +
+                         knob_list(surface::kToml, "parallel"))
+          ->type_name("LAYOUT")
+          ->check(options::completes(knob_words(surface::kToml, "parallel")));
     app.add_option("--profile", a->profile,
                    "a hardware profile (`paratune measure`): its measured GEMM, HBM and bus bandwidths replace\n"
                    "the catalog's for a scenario on that GPU (and, with a topology, those nodes)")

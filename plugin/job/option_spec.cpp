@@ -1,10 +1,12 @@
 #include "option_spec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 #include <vector>
 
 #include "paratune/advisor/framework_versions.h"
+#include "paratune/advisor/knobs.h"
 #include "paratune/advisor/scenario.h"
 
 namespace paratune::job {
@@ -14,10 +16,50 @@ namespace {
 // Bounds keep a hostile SPEC from costing anything: Slurm passes it to every step.
 constexpr size_t kMaxSpecLength = 4096;
 constexpr size_t kMaxTokens = 32;
-constexpr const char* kValidKeys =
-    "model, seq, gbs, mbs, framework, framework_version, mode, precision, tp, pp, cp, ep, etp, dispatcher, zero, "
-    "recompute, recompute_modules, optimizer_moments, main_params, offload_layers, attention, fp8_recipe, compile, "
-    "tp_comm_overlap, resume";
+
+// The SPEC's keys, from the knob table (knobs.h): each by the form the SPEC shows (its short form, else its name).
+const char* spec_name(const advisor::Knob& k) { return *k.spec_key ? k.spec_key : k.name; }
+
+const std::string& valid_keys() {
+  static const std::string keys = [] {
+    std::string out;
+    for (const auto& k : advisor::knobs())
+      if (k.on(advisor::surface::kSpec)) out += (out.empty() ? "" : ", ") + std::string(spec_name(k));
+    return out;
+  }();
+  return keys;
+}
+
+// Where a knob's value goes in OptionSpec (a number, a canonical name, a flag); the scenario builder takes it on.
+struct SpecField {
+  const char* knob;
+  std::optional<int> OptionSpec::*number = nullptr;
+  std::optional<std::string> OptionSpec::*name = nullptr;
+  std::optional<bool> OptionSpec::*flag = nullptr;
+};
+
+const SpecField kFields[] = {
+    {"model.seq_len", &OptionSpec::seq},
+    {"training.global_batch", &OptionSpec::gbs},
+    {"training.precision", nullptr, &OptionSpec::precision},
+    {"training.framework", nullptr, &OptionSpec::framework},
+    {"training.attention", nullptr, &OptionSpec::attention},
+    {"training.fp8_recipe", nullptr, &OptionSpec::fp8_recipe},
+    {"training.compile", nullptr, nullptr, &OptionSpec::compile},
+    {"training.tp_comm_overlap", nullptr, nullptr, &OptionSpec::tp_comm_overlap},
+    {"parallel.tp", &OptionSpec::tp},
+    {"parallel.pp", &OptionSpec::pp},
+    {"parallel.cp", &OptionSpec::cp},
+    {"parallel.micro_batch", &OptionSpec::mbs},
+    {"parallel.zero_stage", &OptionSpec::zero},
+    {"parallel.recompute", nullptr, &OptionSpec::recompute},
+    {"parallel.ep", &OptionSpec::ep},
+    {"parallel.etp", &OptionSpec::etp},
+    {"parallel.dispatcher", nullptr, &OptionSpec::dispatcher},
+    {"parallel.optimizer_moments", nullptr, &OptionSpec::optimizer_moments},
+    {"parallel.main_params", nullptr, &OptionSpec::main_params},
+    {"parallel.recompute_modules", nullptr, &OptionSpec::recompute_modules},
+    {"parallel.offload_layers", &OptionSpec::offload_layers}};
 
 std::string join_presets() {
   std::string out;
@@ -86,45 +128,44 @@ bool yes_no(const std::string& v) {
   throw std::invalid_argument("'" + v + "' is not yes or no");
 }
 
+// A value in the knob's canonical spelling, checked by the advisor's own parser (the knob's setter), so that the
+// lists never drift apart.
+std::string canonical(const advisor::Knob& k, const std::string& value) {
+  advisor::Scenario probe;
+  k.set(probe, value);
+  return std::get<std::string>(k.get(probe));
+}
+
+// The knobs only the SPEC has, and those it reads its own way.
+bool apply_own_key(OptionSpec& spec, const advisor::Knob& k, std::string_view token, std::string_view value) {
+  const std::string name = k.full_name();
+  if (name == "model.preset") set_model(spec, token, value);
+  else if (name == "job.mode") spec.mode = checked(token, value, [](const std::string& v) { return mode_from_string(v); });
+  else if (name == "job.resume") spec.resume_plan = resume_path(token, value);
+  else if (name == "training.framework_version") spec.framework_version = std::string(value.substr(0, 64));
+  else return false;
+  return true;
+}
+
 void apply_key(OptionSpec& spec, std::string_view token) {
   const size_t eq = token.find('=');
   const std::string_view key = token.substr(0, eq);
   const std::string_view value = token.substr(eq + 1);
   if (value.empty()) throw SpecError("--paratune: '" + shown(token) + "': empty value for " + shown(key));
-  if (key == "model") set_model(spec, token, value);
-  else if (key == "seq") spec.seq = parse_int(key, value, 1, 1 << 22);
-  else if (key == "gbs") spec.gbs = parse_int(key, value, 1, 1 << 24);
-  else if (key == "mbs") spec.mbs = parse_int(key, value, 1, 1 << 16);
-  else if (key == "tp") spec.tp = parse_int(key, value, 1, 1024);
-  else if (key == "pp") spec.pp = parse_int(key, value, 1, 1024);
-  else if (key == "cp") spec.cp = parse_int(key, value, 1, 1024);
-  else if (key == "ep") spec.ep = parse_int(key, value, 1, 1 << 16);
-  else if (key == "etp") spec.etp = parse_int(key, value, 1, 1024);
-  else if (key == "dispatcher") spec.dispatcher = advisor::to_string(checked(token, value, advisor::dispatcher_from_string));
-  else if (key == "zero") spec.zero = parse_int(key, value, 0, 3);
-  else if (key == "framework") spec.framework = advisor::to_string(checked(token, value, advisor::framework_from_string));
-  else if (key == "framework_version") spec.framework_version = std::string(value.substr(0, 64));
-  else if (key == "precision") spec.precision = advisor::to_string(checked(token, value, advisor::precision_from_string));
-  else if (key == "recompute") spec.recompute = advisor::to_string(checked(token, value, advisor::recompute_from_string));
-  else if (key == "attention") spec.attention = advisor::to_string(checked(token, value, advisor::attention_from_string));
-  else if (key == "fp8_recipe") spec.fp8_recipe = advisor::to_string(checked(token, value, advisor::fp8_recipe_from_string));
-  else if (key == "compile") spec.compile = checked(token, value, yes_no);
-  else if (key == "tp_comm_overlap") spec.tp_comm_overlap = checked(token, value, yes_no);
-  else if (key == "tp_overlap") {  // the old spelling: the scenario file, the plan and Megatron say tp_comm_overlap
-    spec.tp_comm_overlap = checked(token, value, yes_no);
-    spec.notes.push_back("--paratune: tp_overlap is the old spelling of tp_comm_overlap (accepted)");
-  } else if (key == "optimizer_moments" || key == "main_params") {
-    const auto dtype = advisor::to_string(checked(token, value, advisor::state_dtype_from_string));
-    (key == "main_params" ? spec.main_params : spec.optimizer_moments) = dtype;
-  } else if (key == "recompute_modules") {  // '+' between modules: ',' separates the SPEC's own items
-    spec.recompute_modules = advisor::recompute_modules_to_string(checked(token, value, advisor::recompute_modules_from_string));
-  } else if (key == "offload_layers") spec.offload_layers = parse_int(key, value, 0, 1024);
-  else if (key == "resume") spec.resume_plan = resume_path(token, value);
-  else if (key == "mode") spec.mode = checked(token, value, [](const std::string& v) { return mode_from_string(v); });
-  else {
-    throw SpecError("--paratune: unknown key '" + shown(key) + "' in '" + shown(token) +
-                    "'; valid keys: " + kValidKeys);
-  }
+  const advisor::Knob* k = advisor::find_spec_knob(key);
+  if (!k)
+    throw SpecError("--paratune: unknown key '" + shown(key) + "' in '" + shown(token) + "'; valid keys: " +
+                    valid_keys());
+  if (*k->alias && key == k->alias)  // the old spelling: the scenario file, the plan and the frameworks say the name
+    spec.notes.push_back("--paratune: " + std::string(k->alias) + " is the old spelling of " + k->name + " (accepted)");
+  if (apply_own_key(spec, *k, token, value)) return;
+  const auto* f = std::find_if(std::begin(kFields), std::end(kFields),
+                               [&](const SpecField& field) { return k->full_name() == field.knob; });
+  if (f == std::end(kFields)) throw SpecError("--paratune: '" + shown(token) + "': " + k->name + " is not read here");
+  if (k->type == advisor::KnobType::Int)
+    spec.*f->number = parse_int(key, value, int(k->lo), int(k->spec_hi > 0 ? k->spec_hi : k->hi));
+  else if (k->type == advisor::KnobType::Bool) spec.*f->flag = checked(token, value, yes_no);
+  else spec.*f->name = checked(token, value, [k](const std::string& v) { return canonical(*k, v); });
 }
 
 }  // namespace
@@ -153,7 +194,7 @@ OptionSpec parse_option_spec(std::string_view text) {
     if (token.find('=') == std::string_view::npos) {
       if (i != 0)
         throw SpecError("--paratune: '" + shown(token) + "' is not key=value; only the first item may be " +
-                        "a bare model preset; valid keys: " + kValidKeys);
+                        "a bare model preset; valid keys: " + valid_keys());
       set_model(spec, token, token);
       continue;
     }
@@ -171,12 +212,24 @@ OptionSpec parse_option_spec(std::string_view text) {
 }
 
 const char* option_usage() {
-  return "Let paratune choose the parallel layout and NCCL settings. SPEC: empty (site default), a model preset "
-         "(e.g. llama3-70b), key=value,... (model, seq, gbs, mbs, framework, framework_version, mode=apply|suggest|off, "
-         "precision, tp, pp, cp, ep, etp, dispatcher=alltoall|allgather|flex, zero, recompute, attention, fp8_recipe, "
-         "recompute_modules=core_attn+mlp+..., optimizer_moments=fp32|bf16|fp16|fp8, main_params=fp32|fp16, "
-         "offload_layers=N, compile=yes|no, tp_comm_overlap=yes|no, resume=PLAN.json: keep that run's checkpoint "
-         "format), or @FILE (a scenario TOML file).";
+  static const std::string usage = [] {
+    std::string keys;
+    for (const auto& k : advisor::knobs()) {
+      if (!k.on(advisor::surface::kSpec)) continue;
+      std::string item = spec_name(k);
+      const auto values = advisor::knob_values(k);
+      std::string joined;
+      for (const auto& v : values) joined += (joined.empty() ? "" : "|") + v;
+      if (k.type == advisor::KnobType::Bool) item += "=yes|no";
+      else if (k.type == advisor::KnobType::List) item += "=" + values.front() + "+" + values.back() + "+...";
+      else if (k.type != advisor::KnobType::Int) item += "=" + joined;
+      keys += (keys.empty() ? "" : ", ") + item;
+    }
+    return "Let paratune choose the parallel layout and NCCL settings. SPEC: empty (site default), a model preset "
+           "(e.g. llama3-70b), key=value,... (" + keys + "; resume: keep that run's checkpoint format), or @FILE (a "
+           "scenario TOML file).";
+  }();
+  return usage.c_str();
 }
 
 }  // namespace paratune::job

@@ -2,9 +2,8 @@
 //
 //   --paratune                      the site/default scenario
 //   --paratune=PRESET               a model preset from the catalog, e.g. llama3-70b
-//   --paratune=key=value,...        keys: model seq gbs mbs framework mode precision tp pp cp ep etp dispatcher
-//                                   zero recompute recompute_modules optimizer_moments main_params offload_layers
-//                                   attention fp8_recipe compile tp_comm_overlap (alias tp_overlap) framework_version
+//   --paratune=key=value,...        keys: the knob table's SPEC keys (advisor/knobs.h), by name or short form
+//                                   (gbs, mbs, seq, zero, model); an old spelling is accepted with a note
 //   --paratune=PRESET,key=value...  a preset refined by keys
 //   --paratune=@FILE                a scenario TOML file
 //   resume=PLAN (a key)             the plan.json of the run whose checkpoints this one loads: the plan keeps

@@ -1,12 +1,15 @@
 #include "paratune/tuning/scenario_json.h"
 
 #include "paratune/advisor/framework_versions.h"
+#include "paratune/advisor/knobs.h"
 
 #include <algorithm>
 #include <limits>
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 namespace paratune::tuning {
 
@@ -38,49 +41,66 @@ void opt_bool(const json& j, const char* key, bool& out) {
   if (it != j.end() && it->is_boolean()) out = it->get<bool>();
 }
 
-void opt_bool(const json& j, const char* key, std::optional<bool>& out) {
-  const auto it = j.find(key);
-  if (it != j.end() && it->is_boolean()) out = it->get<bool>();
-}
-
 std::string opt_str(const json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// The mixture-of-experts / MLA / MTP fields of the model (absent = dense, as written by older plan files).
-void moe_model_from_json(const json& m, ModelSpec& x) {
-  opt_num(m, "head_dim", x.head_dim, "model.");
-  opt_num(m, "moe_experts", x.moe_experts, "model.");
-  opt_num(m, "moe_top_k", x.moe_top_k, "model.");
-  opt_num(m, "moe_ffn_hidden", x.moe_ffn_hidden, "model.");
-  opt_num(m, "moe_shared_experts", x.moe_shared_experts, "model.");
-  opt_num(m, "moe_shared_ffn_hidden", x.moe_shared_ffn_hidden, "model.");
-  opt_num(m, "moe_dense_layers", x.moe_dense_layers, "model.");
-  opt_num(m, "moe_capacity_factor", x.moe_capacity_factor, "model.");
-  if (auto r = opt_str(m, "moe_router"); !r.empty()) x.moe_router = moe_router_from_string(r);
-  opt_num(m, "q_lora_rank", x.q_lora_rank, "model.");
-  opt_num(m, "kv_lora_rank", x.kv_lora_rank, "model.");
-  opt_num(m, "qk_head_dim", x.qk_head_dim, "model.");
-  opt_num(m, "qk_rope_head_dim", x.qk_rope_head_dim, "model.");
-  opt_num(m, "v_head_dim", x.v_head_dim, "model.");
-  opt_num(m, "mtp_layers", x.mtp_layers, "model.");
+// The keys of one section, each read by its knob (knobs.h) as the log has always been read: a number must be one
+// (non-negative, within its type), a flag or a name of the wrong type is left at its default, a name must parse.
+void knobs_from_json(const json& j, std::string_view section, const std::string& where, Scenario& s) {
+  for (const Knob* k : knobs_of(section)) {
+    if (!k->on(surface::kJson)) continue;
+    const auto it = j.find(k->name);
+    if (it == j.end() || it->is_null()) continue;
+    switch (k->type) {
+      case KnobType::Int: {
+        int v = 0;
+        opt_num(j, k->name, v, where);
+        k->set(s, long(v));
+        break;
+      }
+      case KnobType::Number: {
+        double v = 0;
+        opt_num(j, k->name, v, where);
+        k->set(s, v);
+        break;
+      }
+      case KnobType::Bool:
+        if (it->is_boolean()) k->set(s, it->get<bool>());
+        break;
+      case KnobType::Enum:
+      case KnobType::List:
+        if (it->is_string() && !it->get_ref<const std::string&>().empty()) k->set(s, it->get<std::string>());
+        break;
+      case KnobType::Text:
+      case KnobType::Word:
+        if (it->is_string()) k->set(s, it->get<std::string>());
+        break;
+      case KnobType::Table:
+        if (!it->is_object()) throw std::invalid_argument(where + k->name + ": must be an object");
+        knobs_from_json(*it, k->full_name(), where + k->name + ".", s);
+        break;
+    }
+  }
 }
 
-json moe_model_to_json(const ModelSpec& m) {
+// The knobs of a section that are set, by their getters (knobs.h); a sub-table only when it has any.
+json knobs_to_json(const Scenario& s, std::string_view section) {
   json j = json::object();
-  if (m.head_dim > 0) j["head_dim"] = m.head_dim;
-  if (m.is_moe()) {
-    j["moe_experts"] = m.moe_experts; j["moe_top_k"] = m.moe_top_k; j["moe_ffn_hidden"] = m.moe_ffn_hidden;
-    j["moe_shared_experts"] = m.moe_shared_experts; j["moe_shared_ffn_hidden"] = m.moe_shared_ffn_hidden;
-    j["moe_dense_layers"] = m.moe_dense_layers; j["moe_capacity_factor"] = m.moe_capacity_factor;
-    j["moe_router"] = to_string(m.moe_router);
+  for (const Knob* k : knobs_of(section)) {
+    if (!k->on(surface::kJson)) continue;
+    if (k->type == KnobType::Table) {
+      json sub = knobs_to_json(s, k->full_name());
+      if (!sub.empty()) j[k->name] = std::move(sub);
+      continue;
+    }
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) j[k->name] = v;
+        },
+        k->get(s));
   }
-  if (m.is_mla()) {
-    j["q_lora_rank"] = m.q_lora_rank; j["kv_lora_rank"] = m.kv_lora_rank; j["qk_head_dim"] = m.qk_head_dim;
-    j["qk_rope_head_dim"] = m.qk_rope_head_dim; j["v_head_dim"] = m.v_head_dim;
-  }
-  if (m.mtp_layers > 0) j["mtp_layers"] = m.mtp_layers;
   return j;
 }
 
@@ -89,73 +109,25 @@ json moe_model_to_json(const ModelSpec& m) {
 Scenario scenario_from_json(const json& j) {
   if (!j.is_object()) throw std::invalid_argument("scenario: not an object");
   Scenario s;
-  const json& m = obj(j, "model");
-  s.model.name = opt_str(m, "name");
-  opt_num(m, "layers", s.model.layers, "model.");
-  opt_num(m, "hidden", s.model.hidden, "model.");
-  opt_num(m, "heads", s.model.heads, "model.");
-  opt_num(m, "kv_heads", s.model.kv_heads, "model.");
-  opt_num(m, "ffn_hidden", s.model.ffn_hidden, "model.");
-  opt_num(m, "vocab", s.model.vocab, "model.");
-  opt_num(m, "seq_len", s.model.seq_len, "model.");
-  opt_bool(m, "gated_mlp", s.model.gated_mlp);
-  opt_bool(m, "tied_embeddings", s.model.tied_embeddings);
-  opt_bool(m, "dropout", s.model.dropout);
-  moe_model_from_json(m, s.model);
+  knobs_from_json(obj(j, "model"), "model", "model.", s);
   const json& t = obj(j, "training");
-  opt_num(t, "global_batch", s.training.global_batch, "training.");
-  if (auto p = opt_str(t, "precision"); !p.empty()) s.training.precision = precision_from_string(p);
-  if (auto f = opt_str(t, "framework"); !f.empty()) s.training.framework = framework_from_string(f);
+  knobs_from_json(t, "training", "training.", s);
   // The version the job's arguments were for (logged since framework versions exist; absent: the default then).
-  if (auto v = opt_str(t, "framework_version"); !v.empty()) {
+  if (!s.training.framework_version.empty()) {
     try {
-      s.training.framework_version = resolve_version(s.training.framework, v).id;
+      s.training.framework_version = resolve_version(s.training.framework, s.training.framework_version).id;
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string("training.framework_version: ") + e.what());
     }
   }
-  opt_bool(t, "flash_attention", s.training.flash_attention);
-  opt_bool(t, "overlap_dp_comm", s.training.overlap_dp_comm);
-  opt_bool(t, "compile", s.training.compile);
-  opt_bool(t, "tp_comm_overlap", s.training.tp_comm_overlap);
-  opt_bool(t, "grad_reduce_fp32", s.training.grad_reduce_fp32);
-  opt_bool(t, "fp8_param_gather", s.training.fp8_param_gather);
-  opt_bool(t, "overlap_param_gather", s.training.overlap_param_gather);
-  opt_bool(t, "moe_a2a_overlap", s.training.moe_a2a_overlap);
-  opt_bool(t, "moe_force_balance", s.training.moe_force_balance);
-  if (auto a = opt_str(t, "attention"); !a.empty()) s.training.attention = attention_from_string(a);
-  if (auto r = opt_str(t, "fp8_recipe"); !r.empty()) s.training.fp8_recipe = fp8_recipe_from_string(r);
-  if (auto p = opt_str(t, "pipeline_split"); !p.empty()) s.training.pipeline_split = pipeline_split_from_string(p);
   const json& c = obj(j, "cluster");
-  s.cluster.gpu = opt_str(c, "gpu");
-  opt_num(c, "nodes", s.cluster.nodes, "cluster.");
-  opt_num(c, "gpus_per_node", s.cluster.gpus_per_node, "cluster.");
-  opt_num(c, "nvlink_domain", s.cluster.nvlink_domain, "cluster.");
-  opt_num(c, "nic_count", s.cluster.nic_count, "cluster.");
-  opt_num(c, "nic_gbps", s.cluster.nic_gbps, "cluster.");
-  if (auto f = opt_str(c, "fabric"); !f.empty()) s.cluster.fabric = fabric_from_string(f);
-  s.cluster.gpu_nic_path = opt_str(c, "gpu_nic_path");
-  opt_bool(c, "nvls", s.cluster.nvls);
-  opt_bool(c, "rail_aligned", s.cluster.rail_aligned);
-  // The catalog overrides the job was predicted with (cluster.gpu_spec, e.g. a power-capped peak): a prediction
-  // made again without them would not be the job's prediction, and a fit on it would learn the override.
-  if (auto it = c.find("gpu_spec"); it != c.end() && !it->is_null()) {
-    if (!it->is_object()) throw std::invalid_argument("cluster.gpu_spec: must be an object");
-    opt_num(*it, "peak_tflops", s.cluster.peak_tflops, "cluster.gpu_spec.");
-    opt_num(*it, "memory_gib", s.cluster.memory_gib, "cluster.gpu_spec.");
-    opt_num(*it, "hbm_tbps", s.cluster.hbm_tbps, "cluster.gpu_spec.");
-    opt_num(*it, "nvlink_gbps", s.cluster.nvlink_gbps, "cluster.gpu_spec.");
-  }
+  knobs_from_json(c, "cluster", "cluster.", s);
+  // The NICs the plan file lists (cluster.nics; [[cluster.nic]] in a scenario file).
   if (auto it = c.find("nics"); it != c.end() && it->is_array()) {
     for (const auto& n : *it) {
       if (!n.is_object()) continue;
-      NicFacts f;
-      f.name = opt_str(n, "name");
-      opt_num(n, "port", f.port, "cluster.nics.");
-      opt_num(n, "gbps", f.gbps, "cluster.nics.");
-      opt_bool(n, "active", f.active);
-      f.gpu_path = opt_str(n, "gpu_path");
-      s.cluster.nics.push_back(f);
+      s.cluster.nics.emplace_back();  // the knobs of cluster.nic set the last NIC
+      knobs_from_json(n, "cluster.nic", "cluster.nics.", s);
     }
   }
   if (s.cluster.nodes < 1) s.cluster.nodes = 1;
@@ -191,46 +163,17 @@ Layout layout_from_json(const json& j) {
 }
 
 json scenario_to_json(const Scenario& s) {
-  const auto& m = s.model;
-  const auto& c = s.cluster;
-  json training = {{"global_batch", s.training.global_batch},
-                   {"precision", to_string(s.training.precision)},
-                   {"framework", to_string(s.training.framework)}};
+  json training = knobs_to_json(s, "training");
   // The version the scenario runs, resolved (the user's, else the site's default, else paratune's), so that the
   // line says which version the prediction was for even when nobody named one.
   try {
     training["framework_version"] = version_for(s, s.training.framework).id;
   } catch (const std::invalid_argument&) {
-    if (!s.training.framework_version.empty()) training["framework_version"] = s.training.framework_version;
   }
-  if (s.training.flash_attention) training["flash_attention"] = *s.training.flash_attention;
-  if (s.training.overlap_dp_comm) training["overlap_dp_comm"] = *s.training.overlap_dp_comm;
-  if (s.training.compile) training["compile"] = *s.training.compile;
-  if (s.training.tp_comm_overlap) training["tp_comm_overlap"] = *s.training.tp_comm_overlap;
-  if (s.training.grad_reduce_fp32) training["grad_reduce_fp32"] = *s.training.grad_reduce_fp32;
-  if (s.training.fp8_param_gather) training["fp8_param_gather"] = *s.training.fp8_param_gather;
-  if (s.training.overlap_param_gather) training["overlap_param_gather"] = *s.training.overlap_param_gather;
-  if (s.training.attention) training["attention"] = to_string(*s.training.attention);
-  if (s.training.fp8_recipe) training["fp8_recipe"] = to_string(*s.training.fp8_recipe);
-  if (s.training.pipeline_split) training["pipeline_split"] = to_string(*s.training.pipeline_split);
-  if (s.training.moe_a2a_overlap) training["moe_a2a_overlap"] = *s.training.moe_a2a_overlap;
-  if (s.training.moe_force_balance) training["moe_force_balance"] = *s.training.moe_force_balance;
-  json cluster = {{"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node},
-                  {"nvlink_domain", c.nvlink_domain}, {"nic_count", c.nic_count}, {"nic_gbps", c.nic_gbps},
-                  {"fabric", to_string(c.fabric)}, {"gpu_nic_path", c.gpu_nic_path}, {"nvls", c.nvls},
-                  {"rail_aligned", c.rail_aligned}};
-  json overrides = json::object();  // only those set: 0 means "the catalog's", and absent reads back as 0
-  if (c.peak_tflops > 0) overrides["peak_tflops"] = c.peak_tflops;
-  if (c.memory_gib > 0) overrides["memory_gib"] = c.memory_gib;
-  if (c.hbm_tbps > 0) overrides["hbm_tbps"] = c.hbm_tbps;
-  if (c.nvlink_gbps > 0) overrides["nvlink_gbps"] = c.nvlink_gbps;
-  if (!overrides.empty()) cluster["gpu_spec"] = overrides;
-  json model = {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},
-                {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
-                {"seq_len", m.seq_len}, {"gated_mlp", m.gated_mlp}, {"tied_embeddings", m.tied_embeddings},
-                {"dropout", m.dropout}};
-  model.update(moe_model_to_json(m));  // only for MoE / MLA / head_dim / MTP models: dense plans are unchanged
-  return {{"model", model}, {"training", training}, {"cluster", cluster}};
+  // Model, training and cluster as their getters give them: MoE / MLA / head_dim / MTP fields only for models that
+  // have them, catalog overrides (cluster.gpu_spec) only when set (0 means "the catalog's", and absent reads back
+  // as 0).
+  return {{"model", knobs_to_json(s, "model")}, {"training", training}, {"cluster", knobs_to_json(s, "cluster")}};
 }
 
 json layout_to_json(const Layout& l) {
