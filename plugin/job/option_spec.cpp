@@ -38,28 +38,27 @@ struct SpecField {
   std::optional<bool> OptionSpec::*flag = nullptr;
 };
 
-const SpecField kFields[] = {
-    {"model.seq_len", &OptionSpec::seq},
-    {"training.global_batch", &OptionSpec::gbs},
-    {"training.precision", nullptr, &OptionSpec::precision},
-    {"training.framework", nullptr, &OptionSpec::framework},
-    {"training.attention", nullptr, &OptionSpec::attention},
-    {"training.fp8_recipe", nullptr, &OptionSpec::fp8_recipe},
-    {"training.compile", nullptr, nullptr, &OptionSpec::compile},
-    {"training.tp_comm_overlap", nullptr, nullptr, &OptionSpec::tp_comm_overlap},
-    {"parallel.tp", &OptionSpec::tp},
-    {"parallel.pp", &OptionSpec::pp},
-    {"parallel.cp", &OptionSpec::cp},
-    {"parallel.micro_batch", &OptionSpec::mbs},
-    {"parallel.zero_stage", &OptionSpec::zero},
-    {"parallel.recompute", nullptr, &OptionSpec::recompute},
-    {"parallel.ep", &OptionSpec::ep},
-    {"parallel.etp", &OptionSpec::etp},
-    {"parallel.dispatcher", nullptr, &OptionSpec::dispatcher},
-    {"parallel.optimizer_moments", nullptr, &OptionSpec::optimizer_moments},
-    {"parallel.main_params", nullptr, &OptionSpec::main_params},
-    {"parallel.recompute_modules", nullptr, &OptionSpec::recompute_modules},
-    {"parallel.offload_layers", &OptionSpec::offload_layers}};
+const SpecField kFields[] = {{"model.seq_len", &OptionSpec::seq},
+                             {"training.global_batch", &OptionSpec::gbs},
+                             {"training.precision", nullptr, &OptionSpec::precision},
+                             {"training.framework", nullptr, &OptionSpec::framework},
+                             {"training.attention", nullptr, &OptionSpec::attention},
+                             {"training.fp8_recipe", nullptr, &OptionSpec::fp8_recipe},
+                             {"training.compile", nullptr, nullptr, &OptionSpec::compile},
+                             {"training.tp_comm_overlap", nullptr, nullptr, &OptionSpec::tp_comm_overlap},
+                             {"parallel.tp", &OptionSpec::tp},
+                             {"parallel.pp", &OptionSpec::pp},
+                             {"parallel.cp", &OptionSpec::cp},
+                             {"parallel.micro_batch", &OptionSpec::mbs},
+                             {"parallel.zero_stage", &OptionSpec::zero},
+                             {"parallel.recompute", nullptr, &OptionSpec::recompute},
+                             {"parallel.ep", &OptionSpec::ep},
+                             {"parallel.etp", &OptionSpec::etp},
+                             {"parallel.dispatcher", nullptr, &OptionSpec::dispatcher},
+                             {"parallel.optimizer_moments", nullptr, &OptionSpec::optimizer_moments},
+                             {"parallel.main_params", nullptr, &OptionSpec::main_params},
+                             {"parallel.recompute_modules", nullptr, &OptionSpec::recompute_modules},
+                             {"parallel.offload_layers", &OptionSpec::offload_layers}};
 
 std::string join_presets() {
   std::string out;
@@ -140,7 +139,8 @@ std::string canonical(const advisor::Knob& k, const std::string& value) {
 bool apply_own_key(OptionSpec& spec, const advisor::Knob& k, std::string_view token, std::string_view value) {
   const std::string name = k.full_name();
   if (name == "model.preset") set_model(spec, token, value);
-  else if (name == "job.mode") spec.mode = checked(token, value, [](const std::string& v) { return mode_from_string(v); });
+  else if (name == "job.mode")
+    spec.mode = checked(token, value, [](const std::string& v) { return mode_from_string(v); });
   else if (name == "job.resume") spec.resume_plan = resume_path(token, value);
   else if (name == "training.framework_version") spec.framework_version = std::string(value.substr(0, 64));
   else return false;
@@ -154,8 +154,8 @@ void apply_key(OptionSpec& spec, std::string_view token) {
   if (value.empty()) throw SpecError("--paratune: '" + shown(token) + "': empty value for " + shown(key));
   const advisor::Knob* k = advisor::find_spec_knob(key);
   if (!k)
-    throw SpecError("--paratune: unknown key '" + shown(key) + "' in '" + shown(token) + "'; valid keys: " +
-                    valid_keys());
+    throw SpecError("--paratune: unknown key '" + shown(key) + "' in '" + shown(token) +
+                    "'; valid keys: " + valid_keys());
   if (*k->alias && key == k->alias)  // the old spelling: the scenario file, the plan and the frameworks say the name
     spec.notes.push_back("--paratune: " + std::string(k->alias) + " is the old spelling of " + k->name + " (accepted)");
   if (apply_own_key(spec, *k, token, value)) return;
@@ -226,7 +226,9 @@ const char* option_usage() {
       keys += (keys.empty() ? "" : ", ") + item;
     }
     return "Let paratune choose the parallel layout and NCCL settings. SPEC: empty (site default), a model preset "
-           "(e.g. llama3-70b), key=value,... (" + keys + "; resume: keep that run's checkpoint format), or @FILE (a "
+           "(e.g. llama3-70b), key=value,... (" +
+           keys +
+           "; resume: keep that run's checkpoint format), or @FILE (a "
            "scenario TOML file).";
   }();
   return usage.c_str();

@@ -19,7 +19,8 @@ using advisor::KnobValue;
 inline KnobValue sample_value(const Knob& k, const advisor::Scenario& base, bool spec = false) {
   const KnobValue was = k.get ? k.get(base) : KnobValue{};
   const std::string name = k.full_name();
-  if (name == "model.preset") return std::string(std::get<std::string>(was) == "llama3-8b" ? "llama3-70b" : "llama3-8b");
+  if (name == "model.preset")
+    return std::string(std::get<std::string>(was) == "llama3-8b" ? "llama3-70b" : "llama3-8b");
   if (name == "cluster.gpu") return std::string("a100-sxm4-80gb");
   if (name == "training.framework_version") return std::string("core_v0.14");  // a megatron version, not the default
   if (name == "cluster.placement.nodes_per_leaf") return std::string("2,3");

@@ -21,7 +21,9 @@ namespace {
 std::string file_with(const Knob& k, const std::string& line) {
   const std::string section = k.section, name = k.full_name();
   auto here = [&](const char* s) { return section == s ? line : std::string(); };
-  auto needed = [&](const char* full, const char* text) { return !line.empty() && name == full ? "" : std::string(text); };
+  auto needed = [&](const char* full, const char* text) {
+    return !line.empty() && name == full ? "" : std::string(text);
+  };
   std::string doc = "[model]\n" + needed("model.preset", "preset = \"deepseek-v3\"\n") + here("model");
   doc += "[training]\n" + needed("training.global_batch", "global_batch = 64\n") + here("training");
   if (section.rfind("cluster", 0) == 0)
@@ -36,8 +38,7 @@ std::string file_with(const Knob& k, const std::string& line) {
 
 // Whether a value set for the knob in a scenario file comes back from the scenario the reader makes. `reader`
 // turns the file's text into a scenario (the real one, or the control's that loses a line).
-bool file_reaches_scenario(const Knob& k, const std::function<Scenario(const std::string&)>& reader,
-                           std::string& why) {
+bool file_reaches_scenario(const Knob& k, const std::function<Scenario(const std::string&)>& reader, std::string& why) {
   const Scenario base = reader(file_with(k, ""));
   const KnobValue v = sample_value(k, base);
   const std::string line = std::string(k.name) + " = " + toml_text(k, v) + "\n";
@@ -51,9 +52,7 @@ bool file_reaches_scenario(const Knob& k, const std::function<Scenario(const std
   }
 }
 
-Scenario read_file(const std::string& text) {
-  return parse_scenario_toml(text, "k.toml", ClusterSource::Caller);
-}
+Scenario read_file(const std::string& text) { return parse_scenario_toml(text, "k.toml", ClusterSource::Caller); }
 
 }  // namespace
 
@@ -122,6 +121,7 @@ TEST(Knobs, UnknownFileKeyListsTheTablesKeys) {
   } catch (const std::invalid_argument& e) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("parallel.tensor_parallel: unknown key; valid: "), std::string::npos) << msg;
-    for (const Knob* k : knobs_of("parallel")) EXPECT_NE(msg.find(k->name), std::string::npos) << k->name << ": " << msg;
+    for (const Knob* k : knobs_of("parallel"))
+      EXPECT_NE(msg.find(k->name), std::string::npos) << k->name << ": " << msg;
   }
 }

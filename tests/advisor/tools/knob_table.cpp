@@ -2,7 +2,8 @@
 // documentation lists every knob.
 //   knob_table --write ROOT   rewrite the generated blocks of ROOT/man/paratune.toml.5 and ROOT/man/paratune-spank.8
 //   knob_table --check ROOT   exit 1, saying what differs, when a block is stale, README.md's --paratune section
-//                             lacks a SPEC key or docs/model.md's annotated scenario file a file key (ctest man.knob_tables; its control runs it on a copy missing one)
+//                             lacks a SPEC key or docs/model.md's annotated scenario file a file key (ctest
+//                             man.knob_tables; its control runs it on a copy missing one)
 //   knob_table --spec-keys    the SPEC's keys, one a line (the completion test reads them)
 #include <cctype>
 #include <fstream>

@@ -38,9 +38,9 @@ constexpr unsigned kSpec = 1, kToml = 2, kJson = 4;
 using KnobValue = std::variant<std::monostate, long, double, bool, std::string>;
 
 struct Knob {
-  const char* section;   // "model", "training", "cluster", "cluster.gpu_spec", "cluster.nic", "cluster.placement",
-                         // "parallel"; "job": keys only the SPEC has (what the plugin does, not what is trained)
-  const char* name;      // the one name: the key in its TOML table and JSON object, and in the SPEC
+  const char* section;  // "model", "training", "cluster", "cluster.gpu_spec", "cluster.nic", "cluster.placement",
+                        // "parallel"; "job": keys only the SPEC has (what the plugin does, not what is trained)
+  const char* name;     // the one name: the key in its TOML table and JSON object, and in the SPEC
   KnobType type;
   double lo, hi;         // Int, Number: the valid range
   const char* values;    // Enum, Word, List: the valid names "a|b|c"; others: the value's placeholder ("N", "ID")
