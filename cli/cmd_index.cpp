@@ -60,18 +60,17 @@ std::vector<scan::FileSource*> raw(const std::vector<std::unique_ptr<scan::FileS
   return out;
 }
 
-int rebuild(const IndexArgs& a) {
-  const char* command = "paratune index rebuild";
+// Opens every log, then lets `write` bring the store at `path` up to date; a log that cannot be read leaves the
+// store as it is, and what `write` throws is the command's failure.
+template <class Write>
+int write_store(const IndexArgs& a, const char* command, Write&& write) {
   std::vector<std::unique_ptr<scan::FileSource>> open;
   if (!open_files(a, command, &open)) {
     std::fprintf(stderr, "%s: not every log could be read; the index is not written\n", command);
     return kFailure;
   }
-  const std::string path = store_path(a);
   try {
-    const scan::RebuildResult r = scan::rebuild_store(path, raw(open));
-    std::printf("%s: %zu jobs from %zu lines of %zu files (%zu unreadable, %zu duplicate copies)\n", path.c_str(),
-                r.rows, r.stats.lines, r.stats.files, r.stats.unreadable, r.stats.duplicates);
+    write(store_path(a), raw(open));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", command, e.what());
     return kFailure;
@@ -79,16 +78,17 @@ int rebuild(const IndexArgs& a) {
   return kOk;
 }
 
+int rebuild(const IndexArgs& a) {
+  return write_store(a, "paratune index rebuild", [](const std::string& path, const std::vector<scan::FileSource*>& logs) {
+    const scan::RebuildResult r = scan::rebuild_store(path, logs);
+    std::printf("%s: %zu jobs from %zu lines of %zu files (%zu unreadable, %zu duplicate copies)\n", path.c_str(),
+                r.rows, r.stats.lines, r.stats.files, r.stats.unreadable, r.stats.duplicates);
+  });
+}
+
 int update(const IndexArgs& a) {
-  const char* command = "paratune index update";
-  std::vector<std::unique_ptr<scan::FileSource>> open;
-  if (!open_files(a, command, &open)) {
-    std::fprintf(stderr, "%s: not every log could be read; the index is not written\n", command);
-    return kFailure;
-  }
-  const std::string path = store_path(a);
-  try {
-    const scan::UpdateResult u = scan::update_store(path, raw(open));
+  return write_store(a, "paratune index update", [](const std::string& path, const std::vector<scan::FileSource*>& logs) {
+    const scan::UpdateResult u = scan::update_store(path, logs);
     using Kind = scan::UpdateResult::Kind;
     if (u.kind == Kind::kCurrent) std::printf("%s: current (%zu jobs)\n", path.c_str(), u.jobs);
     if (u.kind == Kind::kCaughtUp)
@@ -96,11 +96,7 @@ int update(const IndexArgs& a) {
                   u.files_grown, u.files_grown == 1 ? "" : "s", u.jobs);
     if (u.kind == Kind::kRebuilt)
       std::printf("%s: rebuilt (%s): %zu jobs from %zu lines\n", path.c_str(), u.why.c_str(), u.jobs, u.lines);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", command, e.what());
-    return kFailure;
-  }
-  return kOk;
+  });
 }
 
 int status(const IndexArgs& a) {

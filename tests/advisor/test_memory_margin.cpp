@@ -6,33 +6,22 @@
 #include <vector>
 
 #include "paratune/advisor/advisor.h"
+#include "dgx_h100.h"
 #include "paratune/advisor/catalog.h"
 
 using namespace paratune::advisor;
 
 namespace {
 
-Scenario on_h100(const char* preset, int nodes, int global_batch) {
-  Scenario s;
-  s.model = model_preset(preset);
-  s.training.global_batch = global_batch;
-  s.training.framework = Framework::Megatron;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = nodes;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nvlink_domain = 8;
-  s.cluster.nic_count = 8;
-  s.cluster.nic_gbps = 400;
-  return s;
-}
+using test_scenarios::on_dgx_h100;
 
 // Qwen3-235B-A22B on 32 DGX H100 nodes (256 GPUs, 8 x 400G NICs each), Megatron, BF16, GBS 2048.
-Scenario qwen3_235b_on_256_h100() { return on_h100("qwen3-235b-a22b", 32, 2048); }
+Scenario qwen3_235b_on_256_h100() { return on_dgx_h100("qwen3-235b-a22b", 32, 2048); }
 
 // Large jobs whose fastest layouts sit near the memory edge: dense and MoE, pipeline and not.
 std::vector<Scenario> edge_candidates() {
-  return {qwen3_235b_on_256_h100(), on_h100("mixtral-8x22b", 8, 1024), on_h100("llama3-70b", 8, 512),
-          on_h100("llama3-405b", 64, 2048), on_h100("gpt3-175b", 16, 1536), on_h100("deepseek-v3", 128, 4096)};
+  return {qwen3_235b_on_256_h100(), on_dgx_h100("mixtral-8x22b", 8, 1024), on_dgx_h100("llama3-70b", 8, 512),
+          on_dgx_h100("llama3-405b", 64, 2048), on_dgx_h100("gpt3-175b", 16, 1536), on_dgx_h100("deepseek-v3", 128, 4096)};
 }
 
 double capacity_gib(const Scenario& s) { return gpu_spec(s.cluster.gpu).memory_gib; }

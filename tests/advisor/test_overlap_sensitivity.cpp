@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dgx_h100.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/overlap_sensitivity.h"
@@ -15,19 +16,10 @@ using namespace paratune::advisor;
 
 namespace {
 
-// Llama 3 70B on 16 DGX H100 nodes (8 x 400G NICs), Megatron with TP communication overlap.
+// Llama 3 70B on 16 DGX H100 nodes, Megatron with TP communication overlap.
 Scenario llama70b_on_128_h100() {
-  Scenario s;
-  s.model = model_preset("llama3-70b");
-  s.training.global_batch = 1024;
-  s.training.framework = Framework::Megatron;
+  Scenario s = test_scenarios::on_dgx_h100("llama3-70b", 16, 1024);
   s.training.tp_comm_overlap = true;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = 16;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nvlink_domain = 8;
-  s.cluster.nic_count = 8;
-  s.cluster.nic_gbps = 400;
   return s;
 }
 
