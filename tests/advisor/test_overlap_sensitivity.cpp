@@ -31,7 +31,7 @@ Contender fixed(Scenario s, Framework f, int tp, int pp, int zero_stage) {
   return {f, layout_from_scenario(s)};
 }
 
-const TermSensitivity& term(const OverlapSensitivity& o, const std::string& name) {
+TermSensitivity term(const OverlapSensitivity& o, const std::string& name) {
   for (const auto& t : o.terms)
     if (t.term == name) return t;
   throw std::runtime_error("no term " + name);
@@ -65,11 +65,11 @@ TEST(OverlapSensitivity, EachTermMovesTheWayItMeans) {
   const Scenario s = llama70b_on_128_h100();
   const Contender tp8 = fixed(s, Framework::Megatron, 8, 2, 1), tp1 = fixed(s, Framework::Megatron, 1, 8, 1);
   const auto o = overlap_sensitivity(s, tp8, {tp1}, shipped_params());
-  const auto& tp = term(o, "tp_overlap");
+  const TermSensitivity tp = term(o, "tp_overlap");
   EXPECT_TRUE(tp.applies);
   EXPECT_GT(tp.winner_low_s, o.winner_s) << "half the TP overlap must expose more TP communication";
   EXPECT_LT(tp.winner_high_s, o.winner_s);
-  const auto& inter = term(o, "overlap_interference");
+  const TermSensitivity inter = term(o, "overlap_interference");
   EXPECT_TRUE(inter.applies);
   EXPECT_LE(inter.winner_low_s, o.winner_s);
   EXPECT_GE(inter.winner_high_s, o.winner_s);
@@ -83,7 +83,7 @@ TEST(OverlapSensitivity, ATermNoContenderUsesDoesNotApply) {
   const Scenario s = llama70b_on_128_h100();
   const Contender a = fixed(s, Framework::Megatron, 8, 2, 1), b = fixed(s, Framework::Megatron, 4, 4, 1);
   const auto o = overlap_sensitivity(s, a, {b}, shipped_params());
-  const auto& z3 = term(o, "ds_zero3_overlap");
+  const TermSensitivity z3 = term(o, "ds_zero3_overlap");
   EXPECT_FALSE(z3.applies);
   EXPECT_EQ(z3.winner_low_s, o.winner_s);
   EXPECT_EQ(z3.winner_high_s, o.winner_s);
