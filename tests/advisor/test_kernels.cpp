@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "dgx_h100.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/framework_kernels.h"
@@ -15,17 +16,9 @@ using namespace paratune::advisor;
 namespace {
 
 Scenario h100(const char* model, int nodes, Framework f = Framework::Megatron, const std::string& version = "") {
-  Scenario s;
-  s.model = model_preset(model);
+  Scenario s = test_scenarios::on_dgx_h100(model, nodes, 1024);
   s.training.framework = f;
   s.training.framework_version = version;
-  s.training.global_batch = 1024;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = nodes;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nvlink_domain = 8;
-  s.cluster.nic_count = 8;
-  s.cluster.nic_gbps = 400;
   return s;
 }
 

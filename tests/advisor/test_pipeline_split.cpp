@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "dgx_h100.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_args.h"
@@ -29,18 +30,7 @@ ModelSpec llama32_1b() {
   return m;
 }
 // Llama 3 8B, 256 sequences a step, on DGX H100 nodes (8 x 400 Gb/s NICs).
-Scenario llama3_8b_on_h100(int nodes) {
-  Scenario s;
-  s.model = model_preset("llama3-8b");
-  s.training.global_batch = 256;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = nodes;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nvlink_domain = 8;
-  s.cluster.nic_count = 8;
-  s.cluster.nic_gbps = 400;
-  return s;
-}
+Scenario llama3_8b_on_h100(int nodes) { return test_scenarios::on_dgx_h100("llama3-8b", nodes, 256); }
 }  // namespace
 
 TEST(PipelineSplit, NanotronBalancesTheLmHeadOfASmallModel) {
