@@ -229,6 +229,18 @@ void Indexer::problem(size_t k, IndexedFile* f, size_t line, const std::string& 
 }
 
 // As the merge adds a copy (Merger::add): a new job, or a copy of a known one that replaces its holder or not.
+// A copy's place (file, offset, length, line) and merge keys (time, flags), six columns of a row from `first`.
+Indexer::Copy Indexer::copy_at(const Stmt& row, int first) {
+  Copy c;
+  c.file = uint64_t(row.i64(first));
+  c.offset = uint64_t(row.i64(first + 1));
+  c.length = uint64_t(row.i64(first + 2));
+  c.line = uint64_t(row.i64(first + 3));
+  c.time = row.i64(first + 4);
+  c.flags = int(row.i64(first + 5));
+  return c;
+}
+
 void Indexer::add(const LogEntry& e, const Copy& c) {
   if (e.job_id.empty()) return insert_job(e, c);
   find_job_.bind(1, e.job_id);
@@ -237,13 +249,7 @@ void Indexer::add(const LogEntry& e, const Copy& c) {
     return insert_job(e, c);
   }
   const int64_t seq = find_job_.i64(0);
-  Copy holder;
-  holder.file = uint64_t(find_job_.i64(1));
-  holder.offset = uint64_t(find_job_.i64(2));
-  holder.length = uint64_t(find_job_.i64(3));
-  holder.line = uint64_t(find_job_.i64(4));
-  holder.time = find_job_.i64(5);
-  holder.flags = int(find_job_.i64(6));
+  const Copy holder = copy_at(find_job_, 1);
   const int64_t first_read = find_job_.i64(7);
   find_job_.reset();
   ++duplicates_;
@@ -276,14 +282,7 @@ void Indexer::replay(int64_t seq, const std::string& job_id, const Copy& holder,
   std::vector<Copy> copies = {holder, c};
   losers_.bind(1, job_id);
   while (losers_.row()) {
-    Copy x;
-    x.file = uint64_t(losers_.i64(0));
-    x.offset = uint64_t(losers_.i64(1));
-    x.length = uint64_t(losers_.i64(2));
-    x.line = uint64_t(losers_.i64(3));
-    x.time = losers_.i64(4);
-    x.flags = int(losers_.i64(5));
-    copies.push_back(x);
+    copies.push_back(copy_at(losers_, 0));
   }
   losers_.reset();
   forget_losers_.bind(1, job_id).run();

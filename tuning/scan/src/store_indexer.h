@@ -71,6 +71,7 @@ class Indexer {
   void drop(const std::string& job_id, const Copy& read, const Copy& kept, const Copy& lost, const std::string& why);
   void set_job(int64_t seq, const LogEntry& fields, const Copy& c, int64_t first_read);
   std::string where(const Copy& c) const;
+  static Copy copy_at(const Stmt& row, int first);
 
   Db& db_;
   const std::vector<FileSource*>& files_;
