@@ -16,6 +16,7 @@
 #include "paratune/advisor/model.h"
 #include "divisors.h"
 #include "obstacle.h"
+#include "torchtitan_split.h"
 
 namespace paratune::advisor {
 
@@ -84,8 +85,8 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
   if (fe > 0 && fe % l.etp) return "etp = " + std::to_string(l.etp) + " must divide moe_ffn_hidden";
   if (l.tp > 1 && !l.sequence_parallel && mcore)
     return "Megatron-Core MoE with tp > 1 needs sequence_parallel (the dispatcher takes the SP shards)";
-  if (f == Framework::Torchtitan && l.dispatcher != Dispatcher::AllToAll)
-    return "torchtitan: its expert parallelism dispatches with all-to-all";
+  if (f == Framework::Torchtitan && l.dispatcher == Dispatcher::AllGather)
+    return "torchtitan: its expert parallelism dispatches with all-to-all (standard) or DeepEP/HybridEP (flex)";
   if (f == Framework::Torchtitan && l.etp != 1 && l.etp != l.tp)
     return "torchtitan: expert_tensor_parallel_degree must be 1 or tensor_parallel_degree";
   if (l.dispatcher == Dispatcher::Flex && !hopper_plus(s))
@@ -129,9 +130,11 @@ namespace {
 // A stage layout (first/last ranks' layers): Megatron and NeMo take it (--pipeline-model-parallel-layout), with at
 // least one layer per virtual chunk on every rank.
 std::string stage_layout_problem(const Scenario& s, const Layout& l, Framework f) {
+  if (f == Framework::Torchtitan) return torchtitan_split_problem(s, l);
   if (l.first_stage_layers <= 0 && l.last_stage_layers <= 0) return "";
   if (f != Framework::Megatron && f != Framework::Nemo)
-    return std::string("a pipeline stage layout (first/last_stage_layers) is planned for megatron and nemo only, not ") +
+    return std::string("a pipeline stage layout (first/last_stage_layers) is planned for megatron, nemo and "
+                       "torchtitan only, not ") +
            to_string(f);
   const int v = std::max(1, l.virtual_stages), L = s.model.layers;
   const int left = L - l.first_stage_layers - l.last_stage_layers;
@@ -160,8 +163,8 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
     if (l.pp < 2) return "virtual_stages > 1 needs pp >= 2";
     if (f == Framework::DeepSpeed || f == Framework::Fsdp)
       return std::string("virtual_stages > 1 (interleaved schedule) is not supported by ") + to_string(f);
-    const int per = (m.layers + l.pp - 1) / l.pp;
-    if (m.layers % l.pp == 0 && per % l.virtual_stages != 0)
+    const int per = (m.layers + l.pp - 1) / l.pp;  // torchtitan's own rule: torchtitan_split_problem
+    if (f != Framework::Torchtitan && m.layers % l.pp == 0 && per % l.virtual_stages != 0)
       return "virtual_stages = " + std::to_string(l.virtual_stages) + " must divide the layers per stage (" +
              std::to_string(per) + ")";
   }
@@ -225,7 +228,9 @@ Prediction predict(const Scenario& s, const Layout& layout, const ModelParams& p
   const std::string problem = layout_problem(s, layout, s.training.framework);
   if (!problem.empty()) throw std::invalid_argument("parallel: " + problem);
   Evaluator ev(s, s.training.framework, params);
-  return to_prediction(s, ev, ev.evaluate(layout));
+  // torchtitan splits the stages itself: price its split, not an even one.
+  const bool own_split = layout.first_stage_layers > 0 || layout.last_stage_layers > 0;
+  return to_prediction(s, ev, ev.evaluate(own_split ? layout : with_torchtitan_split(s, s.training.framework, layout)));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -237,6 +242,9 @@ struct Ranked {
   Framework f;
   Layout l;
 };
+
+// Layouts predicted within this share of each other are ties (the simpler one wins: docs/model.md).
+constexpr double kTieBreakMargin = 0.01;
 
 int recompute_rank(Recompute r) { return r == Recompute::None ? 0 : r == Recompute::Selective ? 1 : 2; }
 
@@ -331,6 +339,15 @@ std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Spli
   const bool vpp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
   if (d.pp < 2 || !vpp_ok) return vs;
   const int L = s.model.layers;
+  if (f == Framework::Torchtitan) {  // what torchtitan's own split builds with its default weights
+    for (int v = 2; v * d.pp <= L; ++v) {
+      TorchtitanSplit split;
+      if (!torchtitan_default_split(L, d.pp, v, &split)) continue;
+      const std::vector<int> ranks = torchtitan_rank_layers(L, d.pp, v, split, nullptr);
+      if (*std::min_element(ranks.begin(), ranks.end()) >= v) vs.push_back(v);
+    }
+    return vs;
+  }
   const bool layout = !d.even_layers && (L + 2) % d.pp != 0;  // an explicit MoE layout: no empty virtual stage
   const int per = d.even_layers ? L / d.pp : layout ? (L + d.pp - 1) / d.pp : (L + 2) / d.pp;
   for (int v = 2; v <= per; ++v)
@@ -370,6 +387,18 @@ bool plans_stages(const Scenario& s, Framework f, const Layout& l) {
 Ranked best_split(const Scenario& s, const Evaluator& ev, Framework f, const Layout& l, double usable) {
   const Evaluator::Result r = ev.evaluate(l);
   Ranked out{r.step_s, 0, f, l};
+  if (torchtitan_splits_stages(s, f, l) && !s.parallel.first_stage_layers && !s.parallel.last_stage_layers) {
+    // torchtitan takes no layout, only the weights of its ends: the weights nearest a cost balance, where that is
+    // faster beyond the search's 1 % tie-break (its defaults are the least surprising arguments).
+    const Layout balanced = ev.with_planned_stages(l, r);
+    if (balanced.first_stage_layers <= 0) return out;
+    const std::optional<Layout> near =
+        torchtitan_split_near(s, l, balanced.first_stage_layers, balanced.last_stage_layers);
+    if (!near || ev.memory_gib(*near) > usable) return out;
+    const double t = ev.evaluate(*near).step_s;
+    if (t < out.t * (1 - kTieBreakMargin)) out = Ranked{t, 0, f, *near};
+    return out;
+  }
   if (!plans_stages(s, f, l)) return out;
   const Layout planned = ev.with_planned_stages(l, r);
   if (planned.first_stage_layers <= 0 || ev.memory_gib(planned) > usable) return out;
@@ -524,6 +553,7 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
           l.ep = x.ep; l.etp = x.etp; l.dispatcher = x.dispatcher;
           l.first_stage_layers = c.first_stage_layers.value_or(0);
           l.last_stage_layers = c.last_stage_layers.value_or(0);
+          if (!c.first_stage_layers && !c.last_stage_layers) l = with_torchtitan_split(s, f, l);
           l.optimizer_moments = c.optimizer_moments.value_or(StateDtype::Fp32);
           l.main_params = c.main_params.value_or(StateDtype::Fp32);
           l.recompute_modules = r == Recompute::Selective ? c.recompute_modules.value_or(0) : 0;
@@ -541,6 +571,10 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
 // Pipeline degrees that split the layers evenly (or, in Megatron/NeMo, with the embedding and head as stages).
 bool pipeline_split_ok(const Scenario& s, Framework f, int pp, bool* even) {
   *even = s.model.layers % pp == 0;
+  if (f == Framework::Torchtitan) {  // torchtitan splits any layer count (torchtitan_stages.h)
+    const std::vector<int> ranks = torchtitan_rank_layers(s.model.layers, pp, 1, {}, nullptr);
+    return !ranks.empty() && *std::min_element(ranks.begin(), ranks.end()) >= 1;
+  }
   const bool mcore = f == Framework::Megatron || f == Framework::Nemo;
   const bool emb_split = !*even && mcore && (s.model.layers + 2) % pp == 0;
   // MoE models (DeepSeek-V3's 61 layers) split unevenly with Megatron's first/last-stage layer counts
@@ -631,7 +665,7 @@ size_t tie_break_winner(const std::vector<Ranked>& best) {
   const double tmin = best.front().t;
   size_t win = 0;
   for (size_t i = 1; i < best.size(); ++i)
-    if (best[i].t <= tmin * 1.01 && simplicity_key(best[i].l) < simplicity_key(best[win].l)) win = i;
+    if (best[i].t <= tmin * (1 + kTieBreakMargin) && simplicity_key(best[i].l) < simplicity_key(best[win].l)) win = i;
   return win;
 }
 
@@ -723,7 +757,9 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   plan.notes.push_back(std::to_string(st.evaluated) + " layouts evaluated, " + std::to_string(st.pruned_memory) +
                        " pruned by memory");
   plan.notes.push_back(margin_note(ev_for(plan.framework), st.margin, plan.prediction.memory_gib_per_gpu));
-  if (plan.layout.first_stage_layers > 0 && !s.parallel.first_stage_layers)
+  if (plan.framework == Framework::Torchtitan && plan.layout.pp > 1)
+    plan.notes.push_back(torchtitan_split_note(s, plan.layout));
+  else if (plan.layout.first_stage_layers > 0 && !s.parallel.first_stage_layers)
     plan.notes.push_back(stage_layout_note(s, plan.layout));
   if (std::string n = memory_features_note(s, plan.layout, plan.prediction); !n.empty()) plan.notes.push_back(n);
   if (lean_pass)

@@ -39,7 +39,7 @@ std::string pipeline_layout(const Scenario& s, const Layout& l);  // --pipeline-
 void megatron_moe(const PlanView& v, const std::function<void(std::string, std::string)>& add);
 void nemo_moe(const PlanView& v, const std::function<void(const std::string&, const std::string&)>& set);
 void torchtitan_moe_toml(const PlanView& v, std::ostream& o);
-void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags);
+void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags, std::vector<std::string>& notes);
 
 // Helpers shared by the adapters.
 // An argument file: one argv element per line, exactly as the program receives it (no shell quoting), read by the

@@ -18,9 +18,20 @@ bool hopper_or_blackwell(const Scenario& s) {
   return a == GpuArch::Hopper || a == GpuArch::Blackwell;
 }
 
-// Megatron-LM main names the backend; 0.14/0.15 and NeMo 2.4 have DeepEP only (--moe-enable-deepep).
+// Megatron-LM main names the backend; 0.14/0.15 and NeMo 2.4 have DeepEP only (--moe-enable-deepep). torchtitan
+// v0.2.2 has DeepEP only ([parallelism] expert_parallel_comm_backend = "deepep"); main builds DeepEP or HybridEP
+// dispatchers (models/common/config_utils.py: comm_backend "deepep" / "hybridep").
 bool has_backend_choice(const Scenario& s, Framework f) {
-  return f == Framework::Megatron && version_for(s, f).id == "main";
+  return (f == Framework::Megatron || f == Framework::Torchtitan) && version_for(s, f).id == "main";
+}
+
+std::string flex_setting(const Scenario& s, Framework f, Kernel k) {
+  if (f == Framework::Torchtitan)
+    return has_backend_choice(s, f) ? "model_registry(..., moe_comm_backend=\"" + std::string(to_string(k)) +
+                                          "\") in the config function"
+                                    : std::string("[parallelism] expert_parallel_comm_backend = \"deepep\"");
+  if (has_backend_choice(s, f)) return "--moe-flex-dispatcher-backend=" + std::string(to_string(k));
+  return f == Framework::Nemo ? "model.config.moe_enable_deepep=true" : "--moe-enable-deepep";
 }
 
 // Megatron-Core's TP overlap (userbuffers) is Transformer Engine's; on by default on Hopper/Blackwell where TE is.
@@ -56,11 +67,7 @@ std::vector<KernelNeed> kernels_needed(const Scenario& s, const Layout& l, Frame
   if (s.model.is_moe() && l.dispatcher == Dispatcher::Flex) {
     const std::optional<Kernel> b = flex_backend(s, f);
     const Kernel k = b.value_or(Kernel::DeepEP);
-    out.push_back({k, std::string("the flex token dispatcher (") +
-                          (has_backend_choice(s, f) ? "--moe-flex-dispatcher-backend=" + std::string(to_string(k))
-                           : f == Framework::Nemo   ? std::string("model.config.moe_enable_deepep=true")
-                                                    : std::string("--moe-enable-deepep")) +
-                          ")"});
+    out.push_back({k, "the flex token dispatcher (" + flex_setting(s, f, k) + ")"});
   }
   if (megatron_core(f)) {
     if (s.training.precision == Precision::Fp8)

@@ -130,10 +130,16 @@ void torchtitan_moe_toml(const PlanView& v, std::ostream& o) {
   if (!v.s.model.is_moe()) return;
   o << "expert_parallel_degree = " << v.l.ep << "\n";
   if (v.version.id != "main") o << "expert_tensor_parallel_degree = " << v.l.etp << "\n";
+  if (v.l.dispatcher == Dispatcher::Flex) o << "expert_parallel_comm_backend = \"deepep\"\n";
 }
 
-void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags) {
-  if (v.s.model.is_moe()) flags.push_back("--parallelism.expert_parallel_degree=" + std::to_string(v.l.ep));
+void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags, std::vector<std::string>& notes) {
+  if (!v.s.model.is_moe()) return;
+  flags.push_back("--parallelism.expert_parallel_degree=" + std::to_string(v.l.ep));
+  if (v.l.dispatcher == Dispatcher::Flex)  // main: the token dispatcher is model config, not a CLI option
+    notes.push_back(std::string("torchtitan main: the flex dispatcher is the model's: model_registry(flavor, "
+                                "moe_comm_backend=\"") + (flex_backend(v.s, Framework::Torchtitan) ==
+                    Kernel::HybridEP ? "hybridep" : "deepep") + "\") in your config function");
 }
 
 }  // namespace paratune::advisor::frameworks

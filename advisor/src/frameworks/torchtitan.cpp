@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "adapters.h"
+#include "../torchtitan_split.h"
 
 namespace paratune::advisor::frameworks {
 
@@ -54,10 +55,14 @@ std::string toml(const PlanView& v, FrameworkArgs& out) {
     << "\ncontext_parallel_degree = " << l.cp << "\n";
   torchtitan_moe_toml(v, o);
   if (l.pp > 1) {
+    // The stage count follows from ceil((layers + both weights) / layers_per_stage), so the weights and the
+    // layers per stage are written together (torchtitan_stages.h).
+    const TorchtitanSplit split = torchtitan_split_of(v.s, l);
     o << "pipeline_parallel_schedule = \"" << (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n"
-      << "pipeline_parallel_microbatch_size = " << l.micro_batch << "\n";
-    if (l.virtual_stages > 1 && v.s.model.layers % (l.pp * l.virtual_stages) == 0)  // else the default, 2 per rank
-      o << "pipeline_parallel_layers_per_stage = " << v.s.model.layers / (l.pp * l.virtual_stages) << "\n";
+      << "pipeline_parallel_microbatch_size = " << l.micro_batch << "\n"
+      << "pipeline_parallel_first_stage_less_layers = " << split.first_less << "\n"
+      << "pipeline_parallel_last_stage_less_layers = " << split.last_less << "\n";
+    if (split.layers_per_stage > 0) o << "pipeline_parallel_layers_per_stage = " << split.layers_per_stage << "\n";
   }
   if (l.tp > 1) o << "enable_async_tensor_parallel = " << (async_tp(v) ? "true" : "false") << "\n";
   o << "\n[training]\nlocal_batch_size = " << local_batch(v) << "\nglobal_batch_size = " << v.s.training.global_batch
@@ -85,11 +90,13 @@ std::string cli(const PlanView& v, FrameworkArgs& out) {
     f.push_back(std::string("--parallelism.pipeline_parallel_schedule=") +
                 (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B"));
     f.push_back("--parallelism.num_pp_microbatches=" + std::to_string(v.accum));
-    if (l.virtual_stages > 1 && v.s.model.layers % (l.pp * l.virtual_stages) == 0)
-      f.push_back("--parallelism.pipeline_parallel_layers_per_stage=" +
-                  std::to_string(v.s.model.layers / (l.pp * l.virtual_stages)));
+    const TorchtitanSplit split = torchtitan_split_of(v.s, l);
+    f.push_back("--parallelism.pipeline_parallel_first_stage_less_layers=" + std::to_string(split.first_less));
+    f.push_back("--parallelism.pipeline_parallel_last_stage_less_layers=" + std::to_string(split.last_less));
+    if (split.layers_per_stage > 0)
+      f.push_back("--parallelism.pipeline_parallel_layers_per_stage=" + std::to_string(split.layers_per_stage));
   }
-  torchtitan_moe_cli(v, f);
+  torchtitan_moe_cli(v, f, out.notes);
   if (v.s.training.compile.value_or(false)) f.push_back("--compile.enable");
   if (async_tp(v)) f.push_back("--compile.enable_async_tensor_parallel");
   out.notes.push_back(std::string("torchtitan main: activation checkpointing (") + to_string(l.recompute) +

@@ -13,6 +13,34 @@ namespace {
 
 using F = Framework;
 
+// The torchtitan model a preset is (torchtitan/models/<family>), "" for none: which MoE dispatchers it builds.
+std::string torchtitan_family(const std::string& preset) {
+  for (const char* family : {"deepseek-v3", "qwen3", "gpt-oss", "llama4", "kimi-k2"})
+    if (preset.rfind(family, 0) == 0) return family;
+  return "";
+}
+
+// torchtitan's flex dispatcher per version. v0.2.2: [parallelism] expert_parallel_comm_backend, read by the
+// deepseek_v3 and llama4 parallelize functions only, which raise for EP = 1 and for expert TP ("DeepEP with Expert
+// Tensor Parallelism (ETP) is not supported yet"). main: the model_registry of deepseek_v3, qwen3, gpt_oss and
+// kimi_k2_7 takes moe_comm_backend ("deepep", "hybridep").
+std::string torchtitan_flex_problem(const Scenario& s, const Layout& l, const FrameworkVersion& v) {
+  if (!s.model.is_moe() || l.dispatcher != Dispatcher::Flex) return "";
+  const std::string family = torchtitan_family(s.model.name);
+  if (v.id == "main") {
+    if (family.empty() || family == "llama4")
+      return "the flex dispatcher is a model_registry(moe_comm_backend=...) setting of torchtitan's deepseek_v3, "
+             "qwen3, gpt_oss and kimi_k2_7 models; " + s.model.name + " is none of them";
+    return "";
+  }
+  if (family != "deepseek-v3" && family != "llama4")
+    return "expert_parallel_comm_backend = \"deepep\" is read only by the deepseek_v3 and llama4 models; " +
+           s.model.name + " would run the standard all-to-all (framework_version=main takes it for qwen3, gpt_oss "
+           "and kimi_k2_7 too)";
+  if (l.etp > 1) return "\"DeepEP with Expert Tensor Parallelism (ETP) is not supported yet\": plan etp 1";
+  return "";
+}
+
 std::vector<FrameworkVersion> make_table() {
   const std::string mlm = "github:NVIDIA/Megatron-LM ";
   return {
@@ -113,6 +141,8 @@ std::string version_problem(const Scenario& s, const Layout& l, Framework f) {
   if (f == F::Torchtitan && l.zero_stage == 0 && (l.tp > 1 || l.pp > 1 || l.cp > 1))
     return who + "data parallelism by replication only (DDP) raises \"DDP has not supported > 1D parallelism\" "
                  "with tp/pp/cp > 1; shard the data-parallel dimension (zero_stage 3)";
+  if (f == F::Torchtitan)
+    if (std::string why = torchtitan_flex_problem(s, l, v); !why.empty()) return who + why;
   if (f == F::Torchtitan && v.id == "main" && l.etp > 1)
     return who + "parallelism has expert_parallel_degree but no expert_tensor_parallel_degree (its config fields); "
                  "plan etp 1 or framework_version=v0.2";

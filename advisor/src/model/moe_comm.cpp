@@ -61,8 +61,9 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
   const double send = t_in * R.moe.k * row_bytes;
   // DeepEP / HybridEP dispatch FP8 rows in FP8 runs (1 byte + a scale per 128 values) and combine in BF16 (DeepEP
   // README: "FP8 dispatching and BF16 combining"); gradients travel in BF16 both ways; NCCL's all-to-all moves the
-  // 16-bit hidden states.
-  const bool fp8_dispatch = l.dispatcher == Dispatcher::Flex && R.s.training.precision == Precision::Fp8;
+  // 16-bit hidden states. torchtitan's DeepEP/HybridEP dispatch BF16 (v0.2.2; main's use_fp8_dispatch = False).
+  const bool fp8_dispatch = l.dispatcher == Dispatcher::Flex && R.s.training.precision == Precision::Fp8 &&
+                            R.stack.framework != Framework::Torchtitan;
   const double dispatch_bytes = fp8_dispatch ? send * (1 + 4.0 / 128) / 2 : send;
   if (l.ep > 1) {
     if (l.dispatcher == Dispatcher::Flex) {

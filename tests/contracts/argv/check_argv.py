@@ -8,9 +8,11 @@ name first; case.json what it must say (the model preset's facts and the plan th
 when every case parses as its framework would and carries the plan's values; else 1, one line per failure.
 """
 
+import importlib.util
 import json
 import os
 import sys
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import parsers  # noqa: E402
@@ -82,6 +84,43 @@ def check_json_file(path, f, contracts):
         expect("training.seq_len", cfg["training"]["seq_len"], f["seq_len"])
 
 
+def torchtitan_split_code(version):
+    """torchtitan's own stage-split code at the pinned commit (copied by scripts/contracts/extract_torchtitan_split.py)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchtitan_split--%s.py" % version)
+    spec = importlib.util.spec_from_file_location("torchtitan_split_" + version.replace(".", "_"), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_torchtitan_split(f, get):
+    """Run torchtitan's split on the emitted parallelism options: it must accept them (its ValueError fails the
+    case), build pp x vpp stages, and give the first and last ranks the layers the plan was priced with."""
+    pp = f["pp"]
+    if pp < 2:
+        return
+    code = torchtitan_split_code(f["version"])
+    schedule = get("pipeline_parallel_schedule", "1F1B")
+    # torch.distributed.pipelining.schedules: Schedule1F1B is a PipelineScheduleSingle, ScheduleInterleaved1F1B a
+    # PipelineScheduleMulti.
+    single = {"1F1B": True, "Interleaved1F1B": False}[schedule]
+    # torchtitan's defaults where an option is not given (ParallelismConfig: 1, 1, None)
+    par = types.SimpleNamespace(
+        pipeline_parallel_first_stage_less_layers=get("pipeline_parallel_first_stage_less_layers", 1),
+        pipeline_parallel_last_stage_less_layers=get("pipeline_parallel_last_stage_less_layers", 1))
+    n, first_less, last_less = code.stage_count(types.SimpleNamespace(parallelism=par), par,
+                                                types.SimpleNamespace(pp=pp), single,
+                                                get("pipeline_parallel_layers_per_stage", None), f["layers"])
+    expect("torchtitan's stage count", n, pp * f["vpp"])
+    ranks = [0] * pp
+    for i, modules in enumerate(code.generate_split(n, f["layers"], first_less, last_less)):
+        ranks[i % pp] += sum(1 for m in modules if m.startswith("layers."))
+    expect("layers torchtitan's split puts on all ranks", sum(ranks), f["layers"])
+    if f["first_stage_layers"] or f["last_stage_layers"]:
+        expect("layers torchtitan puts on the first rank", ranks[0], f["first_stage_layers"])
+        expect("layers torchtitan puts on the last rank", ranks[-1], f["last_stage_layers"])
+
+
 def check_torchtitan(f, args, contracts):
     if f["version"] == "main":
         kv = parse(parsers.parse_torchtitan_main, contracts, args)
@@ -90,11 +129,18 @@ def check_torchtitan(f, args, contracts):
         expect("training.max_context_length", kv["training.max_context_length"], f["seq_len"])
         if f["moe"]:
             expect("parallelism.expert_parallel_degree", kv["parallelism.expert_parallel_degree"], f["ep"])
+        check_torchtitan_split(f, lambda key, default: kv.get("parallelism." + key, default))
     else:
         cfg = parse(parsers.parse_torchtitan_v02, contracts, args)
         expect("[parallelism] tensor_parallel_degree", cfg["parallelism"]["tensor_parallel_degree"], f["tp"])
         expect("[parallelism] pipeline_parallel_degree", cfg["parallelism"]["pipeline_parallel_degree"], f["pp"])
         expect("[training] seq_len", cfg["training"]["seq_len"], f["seq_len"])
+        if f["moe"]:
+            expect("[parallelism] expert_parallel_degree", cfg["parallelism"]["expert_parallel_degree"], f["ep"])
+            expect("[parallelism] expert_parallel_comm_backend",
+                   cfg["parallelism"].get("expert_parallel_comm_backend", "standard"),
+                   "deepep" if f["dispatcher"] == "flex" else "standard")
+        check_torchtitan_split(f, lambda key, default: cfg["parallelism"].get(key, default))
 
 
 def check_torchrun_launch(f, args, torchrun, contracts):
@@ -158,6 +204,22 @@ def negative_controls(contracts):
         problems.append("negative control: a quoted pipeline layout was accepted")
     except Reject:
         pass
+    # 80 layers, pp 4, Interleaved1F1B with pipeline_parallel_layers_per_stage = 80 / 8: torchtitan counts
+    # ceil((80 + 1 + 1) / 10) = 9 stages, not divisible by 4, and refuses; the default (2 a rank) is accepted.
+    for version in ("v0.2", "main"):
+        bad_tt = {"version": version, "pp": 4, "vpp": 2, "layers": 80, "first_stage_layers": 0,
+                  "last_stage_layers": 0}
+        try:
+            check_torchtitan_split(bad_tt, lambda key, default: {"pipeline_parallel_schedule": "Interleaved1F1B",
+                                                                 "pipeline_parallel_layers_per_stage": 10}.get(key, default))
+            problems.append("negative control: torchtitan %s accepted 9 stages over pp 4" % version)
+        except (Reject, ValueError):
+            pass
+        try:
+            check_torchtitan_split(bad_tt, lambda key, default: {
+                "pipeline_parallel_schedule": "Interleaved1F1B"}.get(key, default))
+        except (Reject, ValueError) as e:
+            problems.append("positive control: torchtitan %s refused its default interleaved split: %s" % (version, e))
     ok = parsers.parse_megatron(contracts, "core_v0.15", ["--moe-layer-freq", "([0]*3+[1]*58)"])
     if ok.moe_layer_freq != [0] * 3 + [1] * 58:
         problems.append("positive control: --moe-layer-freq ([0]*3+[1]*58) gave %r" % ok.moe_layer_freq)

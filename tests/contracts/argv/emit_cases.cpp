@@ -76,6 +76,7 @@ json facts(const Scenario& s, const Plan& p, const FrameworkArgs& a) {
           {"nodes", s.cluster.nodes},
           {"gpus_per_node", s.cluster.gpus_per_node},
           {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.virtual_stages}, {"dp", l.dp},
+          {"first_stage_layers", l.first_stage_layers}, {"last_stage_layers", l.last_stage_layers},
           {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"ep", l.ep}, {"etp", l.etp},
           {"dispatcher", to_string(l.dispatcher)},
           {"master", kLaunch.master_addr + ":" + kLaunch.master_port},
@@ -168,6 +169,17 @@ int special_cases(const fs::path& out) {
       Scenario s70 = scenario("llama3-70b", f, v.id, 8);
       s70.training.compile = true;
       n += emit(out / ("fixed-70b-pp4-vpp2-compile__" + tag), s70, fixed(s70, 8, 4, 2, 3, Recompute::Full));
+      // torchtitan's own split: 126 layers over pp 8 (uneven), 4 stages a rank (pipeline_parallel_layers_per_stage),
+      // and the plan the search makes for 405B on 16 nodes with pipelining forced (weights moved, or not).
+      Scenario s405 = scenario("llama3.1-405b", f, v.id, 32);
+      n += emit(out / ("fixed-405b-pp8-vpp4__" + tag), s405, fixed(s405, 8, 8, 4, 3, Recompute::Full));
+      // torchtitan's DeepEP dispatcher: v0.2.2's expert_parallel_comm_backend key (main: model config, a note).
+      Scenario v3 = scenario("deepseek-v3", f, v.id, 64);
+      n += emit(out / ("fixed-deepseek-v3-ep8-deepep__" + tag), v3,
+                fixed(v3, 1, 1, 1, 3, Recompute::Full, 8, 1, Dispatcher::Flex));
+      Scenario pp405 = scenario("llama3.1-405b", f, v.id, 16);
+      pp405.parallel.pp = 8;
+      n += emit(out / ("advised-405b-pp8__" + tag), pp405, advise(pp405));
     }
     if (f == Framework::DeepSpeed && v.id == "megatron-deepspeed") {
       Scenario sds = scenario("llama3-70b", f, v.id, 8);
