@@ -3,6 +3,7 @@
 #include "paratune/advisor/breakdown_terms.h"
 #include "paratune/advisor/framework_checkpoint.h"
 #include "paratune/advisor/framework_kernels.h"
+#include "paratune/advisor/framework_traits.h"
 
 #include <algorithm>
 #include <chrono>
@@ -22,20 +23,9 @@ namespace paratune::advisor {
 
 namespace {
 
-int default_zero(Framework f) {
-  switch (f) {
-    case Framework::Megatron:
-    case Framework::Nemo: return 1;  // distributed optimizer
-    case Framework::DeepSpeed: return 1;
-    case Framework::Fsdp:
-    case Framework::Torchtitan: return 3;
-  }
-  return 0;
-}
+int default_zero(Framework f) { return traits(f).default_zero; }
 
-Recompute default_recompute(Framework f) {
-  return (f == Framework::Megatron || f == Framework::Nemo) ? Recompute::Selective : Recompute::None;
-}
+Recompute default_recompute(Framework f) { return traits(f).default_recompute; }
 
 std::string fmt(const char* f, double v) {
   char b[64];
@@ -45,20 +35,9 @@ std::string fmt(const char* f, double v) {
 
 const char* kMemTerm[] = {"weights", "gradients", "optimizer states", "activations", "logits", "buffers"};
 
-bool supports_zero(Framework f, int z, int pp) {
-  switch (f) {
-    case Framework::Megatron:
-    case Framework::Nemo: return z == 0 || z == 1 || (z == 3 && pp == 1);
-    case Framework::DeepSpeed: return pp == 1 ? (z >= 0 && z <= 3) : z <= 1;  // pipeline engine: ZeRO 0/1 only
-    case Framework::Fsdp: return z == 0 || z == 2 || z == 3;
-    case Framework::Torchtitan: return z == 0 || z == 3;
-  }
-  return false;
-}
+bool supports_zero(Framework f, int z, int pp) { return runs_zero(f, z, pp); }
 
-bool supports_recompute(Framework f, Recompute r) {
-  return !(f == Framework::Fsdp && r == Recompute::Selective);
-}
+bool supports_recompute(Framework f, Recompute r) { return runs_recompute(f, r); }
 
 bool hopper_plus(const Scenario& s) {
   if (!is_gpu_key(s.cluster.gpu)) return false;
@@ -72,8 +51,8 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
   const ModelSpec& m = s.model;
   if (l.ep < 1 || l.etp < 1) return "ep and etp must be >= 1";
   if (!m.is_moe()) return l.ep > 1 || l.etp > 1 ? "ep/etp > 1 needs a mixture-of-experts model (moe_experts)" : "";
-  const bool mcore = f == Framework::Megatron || f == Framework::Nemo;
-  if (!mcore && f != Framework::Torchtitan && (l.ep > 1 || l.etp > 1))
+  const bool mcore = traits(f).megatron_core;
+  if (!traits(f).expert_parallel && (l.ep > 1 || l.etp > 1))
     return std::string(to_string(f)) + ": expert parallelism is planned for megatron, nemo and torchtitan only";
   if (m.moe_experts % l.ep) return "ep = " + std::to_string(l.ep) + " must divide moe_experts (" +
                                    std::to_string(m.moe_experts) + ")";
@@ -85,8 +64,8 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
   if (fe > 0 && fe % l.etp) return "etp = " + std::to_string(l.etp) + " must divide moe_ffn_hidden";
   if (l.tp > 1 && !l.sequence_parallel && mcore)
     return "Megatron-Core MoE with tp > 1 needs sequence_parallel (the dispatcher takes the SP shards)";
-  if (f == Framework::Torchtitan && l.dispatcher == Dispatcher::AllGather)
-    return "torchtitan: its expert parallelism dispatches with all-to-all (standard) or DeepEP/HybridEP (flex)";
+  if (!runs_dispatcher(f, l.dispatcher))
+    return std::string(to_string(f)) + ": its expert parallelism has no " + to_string(l.dispatcher) + " dispatcher";
   if (f == Framework::Torchtitan && l.etp != 1 && l.etp != l.tp)
     return "torchtitan: expert_tensor_parallel_degree must be 1 or tensor_parallel_degree";
   if (l.dispatcher == Dispatcher::Flex && !hopper_plus(s))
@@ -132,7 +111,7 @@ namespace {
 std::string stage_layout_problem(const Scenario& s, const Layout& l, Framework f) {
   if (f == Framework::Torchtitan) return torchtitan_split_problem(s, l);
   if (l.first_stage_layers <= 0 && l.last_stage_layers <= 0) return "";
-  if (f != Framework::Megatron && f != Framework::Nemo)
+  if (!traits(f).stage_layout)
     return std::string("a pipeline stage layout (first/last_stage_layers) is planned for megatron, nemo and "
                        "torchtitan only, not ") +
            to_string(f);
@@ -161,7 +140,7 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
   if (l.pp > m.layers) return "pp = " + std::to_string(l.pp) + " exceeds the layer count";
   if (l.virtual_stages > 1) {
     if (l.pp < 2) return "virtual_stages > 1 needs pp >= 2";
-    if (f == Framework::DeepSpeed || f == Framework::Fsdp)
+    if (!traits(f).interleaving)
       return std::string("virtual_stages > 1 (interleaved schedule) is not supported by ") + to_string(f);
     const int per = (m.layers + l.pp - 1) / l.pp;  // torchtitan's own rule: torchtitan_split_problem
     if (f != Framework::Torchtitan && m.layers % l.pp == 0 && per % l.virtual_stages != 0)
@@ -173,9 +152,10 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
            std::to_string(s.training.global_batch) + ")";
   if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
     return "cp = " + std::to_string(l.cp) + ": seq_len must be divisible by 2*cp (load-balanced chunks)";
-  if (f == Framework::Fsdp && (l.tp > 1 || l.pp > 1 || l.cp > 1))
-    return "fsdp: plain PyTorch FSDP has no tensor/pipeline/context parallelism here (use torchtitan)";
-  if (f == Framework::DeepSpeed && l.cp > 1) return "deepspeed: context parallelism is not supported";
+  if (!traits(f).tensor_pipeline && (l.tp > 1 || l.pp > 1 || l.cp > 1))
+    return std::string(to_string(f)) + ": no tensor/pipeline/context parallelism here (use torchtitan)";
+  if (!traits(f).context_parallel && l.cp > 1)
+    return std::string(to_string(f)) + ": context parallelism is not supported";
   if (!supports_zero(f, l.zero_stage, l.pp))
     return std::string("zero_stage ") + std::to_string(l.zero_stage) + " is not available in " + to_string(f) +
            (l.pp > 1 ? " with pipeline parallelism" : "");
@@ -183,7 +163,7 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
   if (l.shard_group > 0) {
     if (l.zero_stage < 2) return "shard_group (hybrid sharding) needs zero_stage >= 2";
     if ((l.dp * l.cp) % l.shard_group != 0) return "shard_group must divide dp*cp";
-    if (f != Framework::Fsdp && f != Framework::Torchtitan)
+    if (!traits(f).hybrid_shard)
       return std::string("shard_group (hybrid sharding) is planned for fsdp and torchtitan only, not ") + to_string(f);
   }
   if (const std::string why = moe_layout_problem(s, l, f); !why.empty()) return why;
@@ -336,8 +316,7 @@ std::vector<int> micro_batches(int per_replica, const ParallelSpec& c, const Sea
 // Virtual pipeline stages: divisors of the layers per stage (interleaving needs pp >= 2 and a framework that has it).
 std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Split& d) {
   std::vector<int> vs{1};
-  const bool vpp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
-  if (d.pp < 2 || !vpp_ok) return vs;
+  if (d.pp < 2 || !traits(f).interleaving) return vs;
   const int L = s.model.layers;
   if (f == Framework::Torchtitan) {  // what torchtitan's own split builds with its default weights
     for (int v = 2; v * d.pp <= L; ++v) {
@@ -359,13 +338,11 @@ std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Spli
 std::vector<int> shard_groups(const Scenario& s, Framework f, int z, const Split& d) {
   const int g = s.cluster.gpus_per_node, replicas = d.dp * d.cp;
   if (const auto& want = s.parallel.shard_group) {  // the scenario fixes the scope: that one, where it can be
-    const bool ok = *want == 0 || ((f == Framework::Fsdp || f == Framework::Torchtitan) && z >= 2 &&
-                                   replicas % *want == 0);
+    const bool ok = *want == 0 || (traits(f).hybrid_shard && z >= 2 && replicas % *want == 0);
     return ok ? std::vector<int>{*want} : std::vector<int>{};
   }
   std::vector<int> groups{0};
-  if ((f == Framework::Fsdp || f == Framework::Torchtitan) && z >= 2 && replicas > g && replicas % g == 0)
-    groups.push_back(g);
+  if (traits(f).hybrid_shard && z >= 2 && replicas > g && replicas % g == 0) groups.push_back(g);
   return groups;
 }
 
@@ -380,7 +357,7 @@ double usable_gib(const Evaluator& ev, double margin) {
 // stages when the scenario leaves the split open, and keeps the framework's own split where that is as fast or the
 // balanced one does not fit.
 bool plans_stages(const Scenario& s, Framework f, const Layout& l) {
-  return (f == Framework::Megatron || f == Framework::Nemo) && l.pp > 1 && !s.parallel.first_stage_layers &&
+  return traits(f).stage_layout && l.pp > 1 && !s.parallel.first_stage_layers &&
          !s.parallel.last_stage_layers;
 }
 
@@ -502,8 +479,7 @@ struct ExpertLayout {
 std::vector<ExpertLayout> expert_layouts(const Scenario& s, Framework f, const Split& d) {
   const ParallelSpec& c = s.parallel;
   if (!s.model.is_moe()) return {{1, 1, Dispatcher::AllToAll}};
-  const bool mcore = f == Framework::Megatron || f == Framework::Nemo;
-  if (!mcore && f != Framework::Torchtitan) return {{1, 1, Dispatcher::AllToAll}};
+  if (!traits(f).expert_parallel) return {{1, 1, Dispatcher::AllToAll}};
   const long folded = long(d.tp) * d.cp * d.dp;
   const int island = std::max(std::max(1, s.cluster.nvlink_domain), s.cluster.gpus_per_node);
   std::vector<int> etps{1};
@@ -513,7 +489,7 @@ std::vector<ExpertLayout> expert_layouts(const Scenario& s, Framework f, const S
     if (c.etp && *c.etp != etp) continue;
     for (int ep : divisors(s.model.moe_experts)) {
       if (folded % (long(ep) * etp) || (c.ep && *c.ep != ep)) continue;
-      for (Dispatcher disp : {Dispatcher::AllToAll, Dispatcher::AllGather, Dispatcher::Flex}) {
+      for (Dispatcher disp : traits(f).dispatchers) {
         if (c.dispatcher && *c.dispatcher != disp) continue;
         if (ep * etp == 1 && disp != Dispatcher::AllToAll && !c.dispatcher) continue;  // nothing to dispatch
         if (disp == Dispatcher::AllGather && ep * etp > island && !c.dispatcher) continue;
@@ -575,7 +551,7 @@ bool pipeline_split_ok(const Scenario& s, Framework f, int pp, bool* even) {
     const std::vector<int> ranks = torchtitan_rank_layers(s.model.layers, pp, 1, {}, nullptr);
     return !ranks.empty() && *std::min_element(ranks.begin(), ranks.end()) >= 1;
   }
-  const bool mcore = f == Framework::Megatron || f == Framework::Nemo;
+  const bool mcore = traits(f).megatron_core;
   const bool emb_split = !*even && mcore && (s.model.layers + 2) % pp == 0;
   // MoE models (DeepSeek-V3's 61 layers) split unevenly with Megatron's first/last-stage layer counts
   // (--decoder-first/last-pipeline-num-layers), at least two layers a stage; the model charges every stage the
@@ -591,8 +567,8 @@ void search_framework(const Scenario& s, Framework f, const Evaluator& ev, const
   const int N = s.total_gpus(), B = s.training.global_batch;
   const int kv = s.model.kv_heads > 0 ? s.model.kv_heads : s.model.heads;
   const int domain = std::max(1, s.cluster.nvlink_domain);
-  const bool model_parallel_ok = f != Framework::Fsdp;
-  const bool cp_ok = f == Framework::Megatron || f == Framework::Nemo || f == Framework::Torchtitan;
+  const bool model_parallel_ok = traits(f).tensor_pipeline;
+  const bool cp_ok = traits(f).context_parallel;
   for (int tp : divisors(N)) {
     if ((!model_parallel_ok && tp > 1) || st.out_of_time) break;
     if ((c.tp && *c.tp != tp) || (limits.max_tp && tp > limits.max_tp) || s.model.heads % tp || kv % tp) continue;

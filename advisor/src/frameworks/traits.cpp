@@ -1,0 +1,82 @@
+// The framework-traits table (framework_traits.h). Each row as the pinned sources define it
+// (tests/contracts/*.json; docs/frameworks.md):
+// - Megatron-LM and NeMo 2 (Megatron-Core): TP, PP with virtual stages and an explicit layout, CP, expert
+//   parallelism with every dispatcher (--moe-token-dispatcher-type alltoall | allgather | flex), the distributed
+//   optimizer (ZeRO-1), Megatron-FSDP (ZeRO-3) without pipelining, selective recompute by default.
+// - DeepSpeed: ZeRO 0-3 without pipelining, 0-1 with its pipeline engine (Megatron-DeepSpeed), no CP.
+// - PyTorch FSDP: sharding only (FULL_SHARD / SHARD_GRAD_OP / NO_SHARD, HYBRID_SHARD), full activation
+//   checkpointing only.
+// - torchtitan: FSDP2 (or DDP) with TP, PP (interleaved schedules), CP and EP; HSDP through
+//   data_parallel_replicate_degree; all-to-all or DeepEP/HybridEP dispatch.
+#include "paratune/advisor/framework_traits.h"
+
+#include <algorithm>
+
+namespace paratune::advisor {
+
+namespace {
+
+using D = Dispatcher;
+
+const std::vector<FrameworkTraits>& table() {
+  static const std::vector<FrameworkTraits> rows = [] {
+    FrameworkTraits megatron;
+    megatron.framework = Framework::Megatron;
+    megatron.megatron_core = megatron.tensor_pipeline = megatron.context_parallel = megatron.interleaving = true;
+    megatron.expert_parallel = megatron.stage_layout = megatron.selective_recompute = true;
+    megatron.zero_stages = {0, 1, 3};
+    megatron.zero_stages_with_pp = {0, 1};
+    megatron.dispatchers = {D::AllToAll, D::AllGather, D::Flex};
+    megatron.default_zero = 1;  // the distributed optimizer
+    megatron.default_recompute = Recompute::Selective;
+    FrameworkTraits nemo = megatron;
+    nemo.framework = Framework::Nemo;
+
+    FrameworkTraits deepspeed;
+    deepspeed.framework = Framework::DeepSpeed;
+    deepspeed.tensor_pipeline = deepspeed.selective_recompute = true;
+    deepspeed.zero_stages = {0, 1, 2, 3};
+    deepspeed.zero_stages_with_pp = {0, 1};  // the pipeline engine runs ZeRO 0/1 only
+    deepspeed.default_zero = 1;
+
+    FrameworkTraits fsdp;
+    fsdp.framework = Framework::Fsdp;
+    fsdp.hybrid_shard = true;
+    fsdp.zero_stages = {0, 2, 3};
+    fsdp.default_zero = 3;
+
+    FrameworkTraits torchtitan;
+    torchtitan.framework = Framework::Torchtitan;
+    torchtitan.tensor_pipeline = torchtitan.context_parallel = torchtitan.interleaving = true;
+    torchtitan.expert_parallel = torchtitan.hybrid_shard = torchtitan.selective_recompute = true;
+    torchtitan.zero_stages = torchtitan.zero_stages_with_pp = {0, 3};
+    torchtitan.dispatchers = {D::AllToAll, D::Flex};
+    torchtitan.default_zero = 3;
+    return std::vector<FrameworkTraits>{megatron, nemo, deepspeed, fsdp, torchtitan};
+  }();
+  return rows;
+}
+
+template <class T>
+bool has(const std::vector<T>& v, T x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+const FrameworkTraits& traits(Framework f) {
+  for (const FrameworkTraits& t : table())
+    if (t.framework == f) return t;
+  return table().front();  // unreachable: every Framework has a row (FrameworkTraits.EveryFrameworkHasARow)
+}
+
+bool runs_zero(Framework f, int zero_stage, int pp) {
+  const FrameworkTraits& t = traits(f);
+  return has(pp > 1 ? t.zero_stages_with_pp : t.zero_stages, zero_stage);
+}
+
+bool runs_recompute(Framework f, Recompute r) { return r != Recompute::Selective || traits(f).selective_recompute; }
+
+bool runs_dispatcher(Framework f, Dispatcher d) { return has(traits(f).dispatchers, d); }
+
+}  // namespace paratune::advisor
