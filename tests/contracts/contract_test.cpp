@@ -17,19 +17,13 @@
 #include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/framework_versions.h"
+#include "contract_json.h"
 
 using namespace paratune::advisor;
 using nlohmann::json;
+using paratune::contracts::contract;
 
 namespace {
-
-json contract(const std::string& name) {
-  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/tests/contracts/" + name + ".json");
-  EXPECT_TRUE(in.good()) << name;
-  json j;
-  in >> j;
-  return j;
-}
 
 std::vector<std::string> words(const std::string& s) {
   std::istringstream in(s);

@@ -13,19 +13,13 @@
 
 #include "paratune/advisor/framework_traits.h"
 #include "paratune/advisor/framework_versions.h"
+#include "contract_json.h"
 
 using namespace paratune::advisor;
 using nlohmann::json;
+using paratune::contracts::contract;
 
 namespace {
-
-json contract(const std::string& name) {
-  std::ifstream in(std::string(PARATUNE_SOURCE_DIR) + "/tests/contracts/" + name + ".json");
-  EXPECT_TRUE(in.good()) << name;
-  json j;
-  in >> j;
-  return j;
-}
 
 // The option names a version's contract defines, in one spelling per framework kind: Megatron's argparse flags,
 // NeMo's config keys, torchtitan's section.option names.
