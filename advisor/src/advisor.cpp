@@ -64,7 +64,7 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
   if (fe > 0 && fe % l.etp) return "etp = " + std::to_string(l.etp) + " must divide moe_ffn_hidden";
   if (l.tp > 1 && !l.sequence_parallel && mcore)
     return "Megatron-Core MoE with tp > 1 needs sequence_parallel (the dispatcher takes the SP shards)";
-  if (!runs_dispatcher(f, l.dispatcher))
+  if (traits(f).expert_parallel && !runs_dispatcher(f, l.dispatcher))  // the others replicate the experts
     return std::string(to_string(f)) + ": its expert parallelism has no " + to_string(l.dispatcher) + " dispatcher";
   if (f == Framework::Torchtitan && l.etp != 1 && l.etp != l.tp)
     return "torchtitan: expert_tensor_parallel_degree must be 1 or tensor_parallel_degree";

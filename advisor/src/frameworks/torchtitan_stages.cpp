@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <tuple>
 
 namespace paratune::advisor {
 
@@ -72,7 +74,9 @@ std::vector<int> torchtitan_rank_layers(int layers, int pp, int v, const Torchti
   return ranks;
 }
 
-std::vector<TorchtitanCandidate> torchtitan_splits(int layers, int pp, int v) {
+namespace {
+
+std::vector<TorchtitanCandidate> enumerate_splits(int layers, int pp, int v) {
   std::vector<TorchtitanCandidate> out;
   for (int a = 0; a <= kMaxWeight; ++a)
     for (int b = 0; b <= kMaxWeight; ++b) {
@@ -83,6 +87,18 @@ std::vector<TorchtitanCandidate> torchtitan_splits(int layers, int pp, int v) {
       out.push_back({split, std::move(ranks)});
     }
   return out;
+}
+
+}  // namespace
+
+// The search asks for the same (layers, pp, v) for every layout it evaluates: remembered per thread (a pure
+// function of its arguments; bounded).
+std::vector<TorchtitanCandidate> torchtitan_splits(int layers, int pp, int v) {
+  thread_local std::map<std::tuple<int, int, int>, std::vector<TorchtitanCandidate>> seen;
+  const auto key = std::make_tuple(layers, pp, v);
+  if (auto it = seen.find(key); it != seen.end()) return it->second;
+  if (seen.size() > 4096) seen.clear();
+  return seen.emplace(key, enumerate_splits(layers, pp, v)).first->second;
 }
 
 bool torchtitan_default_split(int layers, int pp, int v, TorchtitanSplit* out) {
