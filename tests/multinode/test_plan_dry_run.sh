@@ -3,7 +3,8 @@
 # (leaf0: mn0, mn1; leaf1: mn2, mn3) under a policy saying 8:1 above the leaves, then the CLI given the same facts
 # (plugstack arguments with the per-node topology pattern, nodes, node list, leaf switches, job id): its plan files
 # (plan.json with the placement, hostfile, the framework's arguments, torchrun.args) equal the job's byte for byte,
-# its variables the job's. Positive control: without --leaf-switches the CLI's plan has no placement and differs.
+# its variables the job's. Positive controls: without --leaf-switches the CLI's plan has no placement and differs;
+# with a deliberately different SPEC (another global batch) the framework's arguments and plan.json differ.
 source "$(dirname "$0")/lib.sh"
 : "${PARATUNE_CLI:?set by ctest}"
 POLICY=$PARATUNE_MN_DIR/etc/dry-run-policy.toml
@@ -24,8 +25,8 @@ job_dir=$(dirname "$plan")
 dry_run() {  # dry_run OUT [args...]
   local out=$1; shift
   rm -rf "$out"; mkdir -p "$out"
-  "$PARATUNE_CLI" advise --paratune "$SPEC" --plugstack "${args[*]}" --nodes 2 --gpus-per-node 8 --job-id "$job" \
-    --nodelist mn1,mn2 --submit-dir "$WORK/cli-submit" --write "$out" --json "$@" > "$out.json"
+  "$PARATUNE_CLI" advise --paratune "${DRY_SPEC:-$SPEC}" --plugstack "${args[*]}" --nodes 2 --gpus-per-node 8 --job-id "$job" \
+    --nodelist mn1,mn2 --submit-dir "$WORK/cli-submit" --write-plan "$out" --json "$@" > "$out.json"
 }
 check "the CLI made a plan" dry_run "$WORK/cli" --leaf-switches mn1=leaf0,mn2=leaf1
 cli=$WORK/cli/paratune-$job
@@ -54,4 +55,9 @@ PY
 dry_run "$WORK/cli-flat"
 check "control: without --leaf-switches no hostfile and another plan.json" bash -c "
 ! test -e '$WORK/cli-flat/paratune-$job/hostfile' && ! cmp -s '$job_dir/plan.json' '$WORK/cli-flat/paratune-$job/plan.json'"
+spec_control() { local DRY_SPEC=llama3-8b,gbs=128; dry_run "$WORK/cli-spec" --leaf-switches mn1=leaf0,mn2=leaf1; }
+check "control: the CLI made a plan for another SPEC" spec_control
+check "control: another SPEC gives another megatron.args and plan.json" bash -c "
+test -s '$WORK/cli-spec/paratune-$job/megatron.args' && ! cmp -s '$job_dir/megatron.args' '$WORK/cli-spec/paratune-$job/megatron.args' &&
+! cmp -s <(grep -v search_seconds '$job_dir/plan.json') <(grep -v search_seconds '$WORK/cli-spec/paratune-$job/plan.json')"
 finish
