@@ -1,6 +1,7 @@
 // Helpers that `paratune advise` and `paratune predict` share (defined in cmd_advise.cpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,10 +9,18 @@
 
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
+#include "paratune/probe/topology.h"
 
 namespace paratune::cli::advisor_cli {
 
-// Scenario file + topology ([cluster] topology = "..." relative to the file, or --topology): cluster facts probed.
+// A scenario file as read, and the node its topology describes (none when neither the file nor --topology names one).
+struct ScenarioFacts {
+  advisor::Scenario scenario;
+  std::optional<probe::Topology> topology;
+};
+ScenarioFacts read_scenario(const std::string& path, const std::string& topology_override);
+// Scenario file + topology ([cluster] topology = "..." relative to the file, or --topology): cluster facts probed
+// over the file's [cluster] (job::cluster_over_scenario), validated.
 advisor::Scenario load_scenario(const std::string& path, const std::string& topology_override,
                                 std::vector<std::string>& notes);
 // A calibration file (`paratune calibrate` output), read and parsed; throws std::invalid_argument naming the file.

@@ -2,9 +2,11 @@
 // layout, print the best plan, its prediction, env, framework arguments and the ranked alternatives.
 // Also holds the helpers `paratune predict` shares (scenario loading with topology resolution, JSON forms).
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -29,8 +31,9 @@
 #include "paratune/advisor/knobs.h"
 #include "paratune/advisor/scenario_toml.h"
 #include "paratune/probe/probe.h"
-#include "job/plan_json.h"
-#include "job/scenario_builder.h"
+#include "paratune/planner/decision.h"
+#include "paratune/planner/plan_json.h"
+#include "paratune/planner/scenario_builder.h"
 #include "paratune/policies/policy.h"
 
 namespace paratune::cli::advisor_cli {
@@ -55,42 +58,57 @@ double load_headroom(const std::string& path, const Scenario& s) {
   return calibrated_headroom_gib(read_calibration(path), s);
 }
 
-// Scenario file + (optional) topology: [cluster] topology = "..." (relative to the scenario file) or --topology.
-Scenario load_scenario(const std::string& path, const std::string& topology_override, std::vector<std::string>& notes) {
-  Scenario s = load_scenario_toml(path);
-  std::string topo = topology_override.empty() ? s.cluster.topology_file : topology_override;
-  if (topo.empty()) return s;
+// The scenario file and the topology its [cluster] topology = "..." (relative to the file) or --topology names,
+// probed as the planner takes it. Without a topology the file's [cluster] is the whole cluster (and validated
+// where it is read, with its line); with one, [cluster] may leave out what the topology says.
+ScenarioFacts read_scenario(const std::string& path, const std::string& topology_override) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(path + ":0:0: scenario: cannot open (" + std::strerror(errno) + ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  ScenarioFacts f{parse_scenario_toml(text.str(), path, ClusterSource::Caller), std::nullopt};
+  std::string topo = topology_override.empty() ? f.scenario.cluster.topology_file : topology_override;
+  if (topo.empty()) {
+    // BF16 on a GPU without it (a scenario written for another machine): the planner plans FP16 and says so,
+    // as in the job; every other problem is reported at its line by the file's own check.
+    Scenario fp16 = f.scenario;
+    std::vector<std::string> unused;
+    job::plan_precision(fp16, /*given=*/false, unused);
+    if (fp16.training.precision != f.scenario.training.precision) {
+      try {
+        validate(fp16);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(path + ": " + e.what());
+      }
+      return f;
+    }
+    f.scenario = parse_scenario_toml(text.str(), path, ClusterSource::File);
+    return f;
+  }
   if (topo.rfind("builtin:", 0) != 0 && !std::filesystem::path(topo).is_absolute() && topology_override.empty())
     topo = (std::filesystem::path(path).parent_path() / topo).string();
   probe::ProbeOptions po;
   po.topology_file = topo;
   po.use_ibverbs = false;
   po.use_nvml = false;
-  probe::Topology t;
   try {
-    t = probe::probe(po);
+    f.topology = probe::probe(po);
   } catch (const std::exception& e) {
     throw std::invalid_argument(path + ":0:0: cluster.topology: " + e.what());
   }
-  job::Allocation alloc;
-  alloc.nodes = s.cluster.nodes;
-  const int nodes = s.cluster.nodes;
-  const ClusterSpec given = s.cluster;
+  f.scenario.cluster.topology_file = topo;
+  return f;
+}
+
+Scenario load_scenario(const std::string& path, const std::string& topology_override, std::vector<std::string>& notes) {
+  ScenarioFacts f = read_scenario(path, topology_override);
+  if (!f.topology) return f.scenario;
+  Scenario s;
   try {
-    s.cluster = job::cluster_from_topology(t, alloc, notes);
+    s = job::cluster_over_scenario(f.scenario, *f.topology, notes);
   } catch (const std::exception& e) {
     throw std::invalid_argument(path + ":0:0: cluster.topology: " + e.what());
   }
-  s.cluster.nodes = nodes;
-  s.cluster.topology_file = topo;
-  if (s.cluster.gpu.empty() || !is_gpu_key(s.cluster.gpu)) s.cluster.gpu = given.gpu;
-  if (s.cluster.nic_count == 0 && s.cluster.nics.empty()) {
-    s.cluster.nic_count = given.nic_count;
-    s.cluster.nic_gbps = given.nic_gbps;
-  }
-  if (given.peak_tflops > 0) s.cluster.peak_tflops = given.peak_tflops;
-  if (given.memory_gib > 0) s.cluster.memory_gib = given.memory_gib;
-  notes.push_back("cluster facts from topology " + topo);
   validate(s);
   return s;
 }
@@ -218,21 +236,34 @@ struct AdviseArgs {
   bool job_mode = false;
 };
 
+// The planner's input for the --scenario form: the file's scenario and its topology, the site policy for the
+// partition, the calibration and the hardware profile; the plan is made as the plugin makes it (job::decide).
+job::DecisionInput planner_input(const AdviseArgs& a, const policies::EffectivePolicy& policy,
+                                 const std::optional<Calibration>& cal) {
+  job::DecisionInput in;
+  ScenarioFacts facts = read_scenario(a.scenario, a.topology);
+  in.scenario = std::move(facts.scenario);
+  in.topology_known = facts.topology.has_value();
+  if (facts.topology) in.topology = std::move(*facts.topology);
+  in.policy = policy;
+  in.mode = job::Mode::Apply;
+  in.calibration = cal;
+  if (!a.profile.empty()) in.profile = read_profile(a.profile);
+  in.top_n = a.limits.top_n;
+  in.all_frameworks = a.limits.all_frameworks;
+  return in;
+}
+
 int run_command(const AdviseArgs& a, bool explaining) {
   const char* command = explaining ? "explain" : "advise";
-  const std::string &scenario = a.scenario, &topology = a.topology, &policy_file = a.policy_file,
-                    &partition = a.partition, &calibration = a.calibration;
+  const std::string &policy_file = a.policy_file, &partition = a.partition, &calibration = a.calibration;
   const bool as_json = a.as_json;
-  SearchLimits limits = a.limits;
   std::vector<Framework> extra_frameworks;
   for (const auto& f : a.framework_args) extra_frameworks.push_back(framework_from_string(f));  // checked by CLI11
-  Scenario s;
-  std::vector<std::string> notes;
-  Plan plan;
   policies::EffectivePolicy policy;
-  std::vector<policies::PolicyChange> changes;
   std::optional<Calibration> cal;
   std::optional<ParallelSpec> vs;
+  job::Decision d;
   try {
     if (!a.vs.empty()) vs = parse_parallel_list(a.vs, "--vs");
     if (!policy_file.empty()) {
@@ -245,29 +276,8 @@ int run_command(const AdviseArgs& a, bool explaining) {
                      "jobs there untouched; this is the plan it would make if enabled\n",
                      command, partition.c_str(), policy.where("enabled").c_str());
     }
-    s = load_scenario(scenario, topology, notes);
-    if (!policy_file.empty()) {
-      // The site has the last word, exactly as in the plugin: facts and caps first, env rules on the result.
-      changes = policies::apply_to_scenario(policy, s);
-      validate(s);
-      SearchLimits site = policies::search_limits(policy);
-      site.top_n = limits.top_n;
-      site.all_frameworks = limits.all_frameworks;
-      limits = site;
-    }
-    if (!calibration.empty()) {
-      cal = read_calibration(calibration);
-      limits.params = calibrated_params(*cal, s);
-      limits.memory_headroom_gib += calibrated_headroom_gib(*cal, s);  // learned from OOMs, on top of the policy's
-    }
-    if (!a.profile.empty()) s = apply_profile(a.profile, s, notes, explaining ? "paratune explain" : "paratune advise");
-    plan = advise(s, limits);
-    if (!policy_file.empty()) {
-      const auto env_plan = policies::plan_env(policy, plan.env);
-      plan.env = env_plan.set_always;
-      plan.env.insert(plan.env.end(), env_plan.set_if_unset.begin(), env_plan.set_if_unset.end());
-      changes.insert(changes.end(), env_plan.changes.begin(), env_plan.changes.end());
-    }
+    if (!calibration.empty()) cal = read_calibration(calibration);
+    d = job::decide(planner_input(a, policy, cal));
   } catch (const policies::PolicyError& e) {
     std::fprintf(stderr, "paratune %s: %s\n", command, e.what());
     return kBadInput;
@@ -282,10 +292,25 @@ int run_command(const AdviseArgs& a, bool explaining) {
     std::fprintf(stderr, "paratune %s: %s\n", command, e.what());
     return kBadInput;
   }
+  const Scenario& s = d.scenario;
+  const SearchLimits& limits = d.limits;
+  Plan plan = d.plan;
+  std::vector<std::string> notes = d.notes;
+  std::vector<policies::PolicyChange> changes = d.policy_changes;
+  for (const auto& n : notes)
+    if (n.rfind("hardware profile ignored", 0) == 0)
+      std::fprintf(stderr, "paratune %s: warning: %s (%s)\n", command, n.c_str(), a.profile.c_str());
+  if (!policy_file.empty()) {
+    // The site's variable rules on the plan's NCCL/CUDA settings, as the plugin applies them in the job.
+    const auto env_plan = policies::plan_env(policy, plan.env);
+    plan.env = env_plan.set_always;
+    plan.env.insert(plan.env.end(), env_plan.set_if_unset.begin(), env_plan.set_if_unset.end());
+    changes.insert(changes.end(), env_plan.changes.begin(), env_plan.changes.end());
+  }
   for (const auto& n : plan.notes) notes.push_back(n);
   if (explaining)
     return explain({s, plan, limits, notes, changes, policy_file, policy, calibration, cal, vs, a.vs, as_json});
-  const FrameworkArgs fa = framework_args(s, plan);
+  const FrameworkArgs& fa = d.args;
   // --framework-args LIST: each other framework's arguments, each from its own plan (re-planned for it).
   std::vector<FrameworkArgs> others;
   for (const Framework f : extra_frameworks) {
@@ -458,7 +483,9 @@ void add_job_options(CLI::App& app, AdviseArgs& a, CLI::Option* scenario) {
                                                    "default: the current directory)")
       ->type_name("DIR")
       ->needs(spec);
-  app.add_option("--write", a.job.write_dir, "keep the plan files in DIR/paratune-<ID>/ (default: shown, not kept)")
+  app.add_option("--write-plan,--write", a.job.write_dir,
+                 "write the plan files the job would get into DIR/paratune-<ID>/, as the job writes them\n"
+                 "(default: shown, not kept)")
       ->type_name("DIR")
       ->needs(spec);
 }

@@ -28,12 +28,12 @@
 #include "paratune/tuning/line_assembler.h"
 #include "paratune/tuning/recognizers.h"
 #include "paratune/tuning/run_tally.h"
-#include "job/safe_file.h"
+#include "paratune/common/safe_file.h"
 
 namespace paratune::cli {
 namespace {
 
-using job::UniqueFd;
+using common::UniqueFd;
 
 const char* kDescription =
     "Run CMD as a child process: paratune run [OPTIONS] -- CMD [ARGS...]. Its stdout and stderr pass through\n"
@@ -67,7 +67,7 @@ long long plan_seq_len() {
   const char* plan = std::getenv("PARATUNE_PLAN");
   if (!plan || !*plan) return 0;
   try {
-    const auto j = nlohmann::json::parse(job::read_bounded(plan, 4 << 20), nullptr, false);
+    const auto j = nlohmann::json::parse(common::read_bounded(plan, 4 << 20), nullptr, false);
     if (j.is_discarded()) return 0;
     const auto& m = j.at("scenario").at("model").at("seq_len");
     return m.is_number_integer() ? m.get<long long>() : 0;

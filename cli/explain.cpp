@@ -12,7 +12,7 @@
 #include "advisor_cli.h"
 #include "paratune/advisor/breakdown_terms.h"
 #include "command.h"
-#include "job/plan_json.h"
+#include "paratune/planner/plan_json.h"
 #include "overlap_report.h"
 
 namespace paratune::cli {

@@ -17,7 +17,7 @@
 #include "command.h"
 #include "profile_input.h"
 #include "job/decide_request.h"
-#include "job/decision.h"
+#include "paratune/planner/decision.h"
 #include "job/decision_child.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "job/child_call.h"
+#include "paratune/common/child_call.h"
 
 namespace paratune::plugin {
 
@@ -34,7 +34,7 @@ std::string set_admin_comment(uint32_t job_id, const std::string& text, int time
   if (job_id == 0) return "Slurm did not give the job id";
   try {
     // The reply is "ok" or the child's reason (slurmctld's refusal): room for the reason, not more.
-    const auto reply = job::call_in_child([&] { return ask_slurm(job_id, text); }, timeout_ms,
+    const auto reply = common::call_in_child([&] { return ask_slurm(job_id, text); }, timeout_ms,
                                           "setting the job's AdminComment", 1024);
     return reply == "ok" ? "" : "unexpected answer from the child process";
   } catch (const std::exception& e) {

@@ -11,7 +11,7 @@
 
 #include "contexts.h"
 #include "job/job_files.h"
-#include "job/safe_file.h"
+#include "paratune/common/safe_file.h"
 #include "plugin_state.h"
 
 namespace paratune::plugin {
@@ -23,13 +23,13 @@ int job_epilog(spank_t sp, int ac, char** av) {
   const std::string id = std::to_string(job_id), jobs_path = state().config.log_dir + "/jobs";
   try {
     // Open, never create: a job paratune left alone has nothing here, and a missing jobs/ is not made for it.
-    job::UniqueFd jobs(::open(jobs_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    common::UniqueFd jobs(::open(jobs_path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!jobs) return 0;
-    job::ensure_directory(jobs_path, 0750, 0);  // root's and not group/world-writable, or refused
+    common::ensure_directory(jobs_path, 0750, 0);  // root's and not group/world-writable, or refused
     const auto end = job::finish_job_dir(jobs.get(), id);
     if (!end.summary.empty()) {
-      job::UniqueFd dir = job::open_job_dir(jobs.get(), id, false);
-      job::UniqueFd log_fd(dir ? ::openat(dir.get(), job::kJobLogName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC) : -1);
+      common::UniqueFd dir = job::open_job_dir(jobs.get(), id, false);
+      common::UniqueFd log_fd(dir ? ::openat(dir.get(), job::kJobLogName, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC) : -1);
       if (log_fd) job::CappedLog(log_fd.get(), job::kMaxJobLogBytes).write("paratune: " + end.summary + "\n");
       log().info("job {}: {}", id, end.summary);
     }

@@ -24,10 +24,10 @@
 #include "admin_comment.h"
 #include "contexts.h"
 #include "job/admin_comment_text.h"
-#include "job/allocation.h"
+#include "paratune/planner/allocation.h"
 #include "job/bounded_probe.h"
-#include "job/child_call.h"
-#include "job/decision.h"
+#include "paratune/common/child_call.h"
+#include "paratune/planner/decision.h"
 #include "job/decide_request.h"
 #include "job/decision_child.h"
 #include "job/job_files.h"
@@ -35,7 +35,7 @@
 #include "job/node_checks.h"
 #include "job/metrics_file.h"
 #include "job/report_reader.h"
-#include "job/safe_file.h"
+#include "paratune/common/safe_file.h"
 #include "job/tuning_index.h"
 #include "job/tuning_line.h"
 #include "job/tuning_record.h"
@@ -95,26 +95,26 @@ void warn_no_job_log(const std::string& path, int err) {
 
 // <log_dir>/jobs/<jobid>/ (job/job_files.h), opened as root inside root-owned directories (jobs/ checked like
 // log_dir: root's, not group/world-writable, so no user can plant a link or a file there).
-job::UniqueFd jobs_directory(const std::string& log_dir) {
-  job::ensure_directory(log_dir, 0755, 0);
-  return job::ensure_directory(log_dir + "/jobs", 0750, 0);
+common::UniqueFd jobs_directory(const std::string& log_dir) {
+  common::ensure_directory(log_dir, 0755, 0);
+  return common::ensure_directory(log_dir + "/jobs", 0750, 0);
 }
 
-job::UniqueFd job_directory() {
+common::UniqueFd job_directory() {
   auto jobs = jobs_directory(state().config.log_dir);
   return job::open_job_dir(jobs.get(), state().job.job_id);
 }
 
 void open_job_log(const std::string& log_dir, const std::string& job_id) {
   const std::string where = log_dir + "/jobs/" + job::job_dir_name(job_id);
-  job::UniqueFd dir;
+  common::UniqueFd dir;
   try {
     dir = job_directory();
   } catch (const std::exception& e) {
     log().warn("cannot use {}: {}; this job's messages go to the Slurm log only", where, e.what());
     return;
   }
-  job::UniqueFd fd(::openat(dir.get(), job::kJobLogName, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640));
+  common::UniqueFd fd(::openat(dir.get(), job::kJobLogName, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640));
   if (!fd) {
     const int err = errno;  // before building the path: an allocation may change errno
     return warn_no_job_log(where + "/" + job::kJobLogName, err);
@@ -181,7 +181,7 @@ void load_calibration() {
   auto& s = state();
   if (::access(s.config.calibration.c_str(), F_OK) != 0) return;
   try {
-    s.calibration = advisor::parse_calibration(job::read_trusted_file(s.config.calibration, job::kMaxScenarioBytes),
+    s.calibration = advisor::parse_calibration(common::read_trusted_file(s.config.calibration, job::kMaxScenarioBytes),
                                                s.config.calibration);
   } catch (const std::exception& e) {
     log().error("calibration: {}; using the shipped model", e.what());
@@ -196,7 +196,7 @@ void load_profile() {
   const std::string path = s.policy.facts.profile.value_or(s.config.profile);
   if (path.empty() || ::access(path.c_str(), F_OK) != 0) return;
   try {
-    s.profile = advisor::parse_profile(job::read_trusted_file(path, job::kMaxScenarioBytes), path);
+    s.profile = advisor::parse_profile(common::read_trusted_file(path, job::kMaxScenarioBytes), path);
   } catch (const std::exception& e) {
     log().error("hardware profile: {}; using the catalog's rates", e.what());
   }
@@ -304,7 +304,7 @@ void take_step_view(const StepView& v) {
 bool plan_readable_here(const std::string& path) {
   auto& s = state();
   try {
-    return job::call_in_child(
+    return common::call_in_child(
                [&] {
                  job::become_user_for_good(s.user);
                  return std::string(::access(path.c_str(), R_OK) == 0 ? "yes" : "no");
@@ -511,10 +511,10 @@ void write_tuning_line(const std::string& text) {
   std::string path = s.policy.log.tuning_log.value_or(s.config.log_dir + "/tuning.jsonl");
   const auto slash = path.find_last_of('/');
   const std::string dir_path = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
-  auto dir = job::ensure_directory(dir_path, 0755, 0);
+  auto dir = common::ensure_directory(dir_path, 0755, 0);
   const mode_t mode = s.policy.log.file_mode & 0664;  // never writable by others
   const long gid = s.policy.log.group ? tuning_log_group(*s.policy.log.group) : -1;
-  job::append_line(dir.get(), name, text, mode, gid);
+  common::append_line(dir.get(), name, text, mode, gid);
   // Where the line landed, for `paratune summary --job` (the slurmctld epilog); without it readers scan.
   if (const auto problem = job::index_tuning_line(dir_path, dir.get(), name, s.job.job_id, text, mode, gid);
       !problem.empty())
@@ -528,7 +528,7 @@ void write_tuning_line(const std::string& text) {
 bool claim_tuning_line(const std::string& job_id) {
   try {
     auto dir = job_directory();
-    job::UniqueFd marker(::openat(dir.get(), job::kLineMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    common::UniqueFd marker(::openat(dir.get(), job::kLineMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (marker) return true;
     if (errno == EEXIST) return false;
     throw std::system_error(errno, std::generic_category(), "jobs/" + job::job_dir_name(job_id) + "/line");

@@ -15,9 +15,9 @@
 
 #include "contexts.h"
 #include "job/bounded_probe.h"
-#include "job/child_call.h"
+#include "paratune/common/child_call.h"
 #include "job/job_files.h"
-#include "job/safe_file.h"
+#include "paratune/common/safe_file.h"
 #include "paratune/probe/probe.h"
 #include "paratune/version.h"
 #include "plugin_state.h"
@@ -37,9 +37,9 @@ void collect_old_job_directories() {
   const std::string jobs_path = cfg.log_dir + "/jobs";
   if (::access(jobs_path.c_str(), F_OK) != 0) return;
   try {
-    const std::string reply = job::call_in_child(
+    const std::string reply = common::call_in_child(
         [&] {
-          auto jobs = job::ensure_directory(jobs_path, 0750, 0);
+          auto jobs = common::ensure_directory(jobs_path, 0750, 0);
           const auto gc = job::collect_old_jobs(jobs.get(), std::time(nullptr), 86400L * cfg.jobs_days, kGcMaxEntries);
           return std::to_string(gc.removed) + " removed, " + std::to_string(gc.kept) + " kept" +
                  (gc.stopped_early ? " (stopped after " + std::to_string(gc.looked_at) + " entries)" : "");
@@ -61,7 +61,7 @@ int slurmd_init(spank_t, int ac, char** av) {
   log().info("topology={}", cfg.topology.empty() ? "live probe" : cfg.topology);
   try {
     const auto slash = cfg.cache.find_last_of('/');
-    if (slash != std::string::npos && slash > 0) job::ensure_directory(cfg.cache.substr(0, slash), 0755, 0);
+    if (slash != std::string::npos && slash > 0) common::ensure_directory(cfg.cache.substr(0, slash), 0755, 0);
     probe::ProbeOptions opts;
     opts.topology_file = cfg.topology;
     probe::CacheOptions cache;

@@ -8,13 +8,13 @@
 
 #include <spdlog/logger.h>
 
-#include "job/allocation.h"
-#include "job/decision.h"
+#include "paratune/planner/allocation.h"
+#include "paratune/planner/decision.h"
 #include "job/decision_child.h"
-#include "job/job_env.h"
-#include "job/option_spec.h"
-#include "job/plugin_config.h"
-#include "job/safe_file.h"
+#include "paratune/planner/job_env.h"
+#include "paratune/planner/option_spec.h"
+#include "paratune/planner/plugin_config.h"
+#include "paratune/common/safe_file.h"
 #include "job/tuning_record.h"
 
 namespace paratune::plugin {
@@ -52,7 +52,7 @@ struct PluginState {
   bool env_injected = false;                 // the job's environment has had its variables (decision or policy)
   std::optional<job::DecidedJob> decision;   // what the deciding child answered
   job::EnvOutcome env_outcome;
-  job::UniqueFd job_log_fd;                  // <log_dir>/jobs/<jobid>.log, opened as root
+  common::UniqueFd job_log_fd;                  // <log_dir>/jobs/<jobid>.log, opened as root
   std::vector<std::string> metric_failures;  // this step's failures by kind (job::failure_kind), for metrics_file
   std::shared_ptr<spdlog::logger> log;
 };

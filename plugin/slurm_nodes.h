@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "job/job_env.h"
+#include "paratune/planner/job_env.h"
 
 namespace paratune::plugin {
 

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <slurm/slurm.h>
 
-#include "job/allocation.h"
-#include "job/child_call.h"
+#include "paratune/planner/allocation.h"
+#include "paratune/common/child_call.h"
 #include "slurm_topology.h"
 
 namespace paratune::plugin {
@@ -67,7 +67,7 @@ SlurmctldStep ask_slurmctld(uint32_t job_id, uint32_t step_id, int timeout_ms) {
     return out;
   }
   try {
-    const auto reply = job::call_in_child([&] { return query(job_id, step_id); }, timeout_ms,
+    const auto reply = common::call_in_child([&] { return query(job_id, step_id); }, timeout_ms,
                                           "asking slurmctld for the step", 1u << 20);
     const auto j = nlohmann::json::parse(reply);
     out.partition = j.value("partition", "");

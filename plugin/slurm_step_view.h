@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "job/job_env.h"
+#include "paratune/planner/job_env.h"
 #include "slurm_nodes.h"
 
 namespace paratune::plugin {

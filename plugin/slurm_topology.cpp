@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <slurm/slurm.h>
 
-#include "job/child_call.h"
+#include "paratune/common/child_call.h"
 #include "job/topology_text.h"
 #include "slurm_compat.h"
 
@@ -81,7 +81,7 @@ LeafSwitches leaf_switches(const std::vector<std::string>& nodes, int timeout_ms
   }
   const std::set<std::string> wanted(nodes.begin(), nodes.end());
   try {
-    const auto reply = job::call_in_child([&] { return ask_slurm(wanted); }, timeout_ms, "reading Slurm's topology",
+    const auto reply = common::call_in_child([&] { return ask_slurm(wanted); }, timeout_ms, "reading Slurm's topology",
                                           8u << 20);
     const auto j = nlohmann::json::parse(reply);
     for (auto& [node, leaf] : j.items())

@@ -1,7 +1,7 @@
 // The job's environment inside slurmstepd (spank_getenv/spank_setenv), as a job::JobEnvironment.
 #pragma once
 
-#include "job/job_env.h"
+#include "paratune/planner/job_env.h"
 #include "spank_api.h"
 
 namespace paratune::plugin {

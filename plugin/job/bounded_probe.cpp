@@ -1,8 +1,11 @@
 #include "bounded_probe.h"
 
-#include "child_call.h"
+#include "paratune/common/child_call.h"
 
 namespace paratune::job {
+
+using common::call_in_child;
+using common::ChildCallError;
 
 probe::Topology probe_with_deadline(const probe::ProbeOptions& options, const probe::CacheOptions& cache,
                                     int timeout_ms, probe::CacheResult* result) {

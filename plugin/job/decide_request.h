@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "allocation.h"
+#include "paratune/planner/allocation.h"
 #include "decision_child.h"
-#include "fabric_placement.h"
-#include "option_spec.h"
-#include "plugin_config.h"
+#include "paratune/planner/fabric_placement.h"
+#include "paratune/planner/option_spec.h"
+#include "paratune/planner/plugin_config.h"
 #include "user_identity.h"
 
 namespace paratune::job {

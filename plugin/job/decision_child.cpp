@@ -12,14 +12,20 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "child_call.h"
+#include "paratune/common/child_call.h"
 #include "job_files.h"
 #include "log_text.h"
 #include "paratune/advisor/plan.h"
-#include "safe_file.h"
+#include "paratune/common/safe_file.h"
 #include "tuning_record.h"
 
 namespace paratune::job {
+
+using common::UniqueFd;
+using common::ensure_directory;
+using common::write_file_atomic;
+using common::read_bounded;
+using common::call_in_child;
 
 using nlohmann::json;
 
@@ -41,8 +47,7 @@ std::string fresh_directory(const std::string& base, const std::string& job_id) 
 
 // The plan directory: <base>/paratune-<job> in the first base where it can be the job user's own, else a fresh one
 // under the fallback base; written as the job's user, private unless the site lets the group read it.
-std::string write_job_files(const Decision& d, const DecideRequest& r) {
-  const auto files = decision_files(d);
+std::string write_job_files(const std::vector<std::pair<std::string, std::string>>& files, const DecideRequest& r) {
   const mode_t dir_mode = r.group_readable ? 0750 : 0700, file_mode = r.group_readable ? 0640 : 0600;
   std::string last_error = "no directory to write to";
   for (const auto& base : r.dir_bases) {
@@ -107,13 +112,10 @@ DecidedJob decide_and_write(const DecideRequest& request) {
       if (!request.resume_optional) throw;  // resume=PLAN names a file that must be there
     }
   }
-  Decision d = decide(in);
-  d.policy_changes.insert(d.policy_changes.begin(), request.mode_changes.begin(), request.mode_changes.end());
-  // Plan the environment first (the policy's changes belong in the plan file), then write, then the final plan.
-  auto injection = policy_injection(in.policy, decision_env(d, "", ""));
-  d.policy_changes.insert(d.policy_changes.end(), injection.changes.begin(), injection.changes.end());
+  const JobPlan plan = plan_job(in, request.mode_changes);
+  const Decision& d = plan.decision;
   DecidedJob out;
-  out.dir = write_job_files(d, request);
+  out.dir = write_job_files(plan.files, request);
   out.wanted = decision_env(d, out.dir + "/plan.json", out.dir + "/report.jsonl");
   out.injection = policy_injection(in.policy, out.wanted);
   out.record = decision_record(d);

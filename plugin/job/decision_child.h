@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "decision.h"
+#include "paratune/planner/decision.h"
 #include "user_identity.h"
 
 namespace paratune::job {
@@ -51,7 +51,8 @@ inline constexpr size_t kMaxScenarioBytes = 1u << 20;
 inline constexpr size_t kMaxDecisionReply = 4u << 20;
 inline constexpr size_t kMaxDecisionVariables = 512;
 
-// The child's work, in this process (tests; the CLI would use advise directly). Throws on any problem.
+// The child's work, in this process (tests, and `paratune advise --paratune`, which runs as its user already):
+// the planner's plan (planner/: plan_job), its files written, its variables. Throws on any problem.
 DecidedJob decide_and_write(const DecideRequest& request);
 
 // decide_and_write in a forked child as the job's user, bounded by request.timeout_ms. Throws on any problem

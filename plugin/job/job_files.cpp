@@ -17,6 +17,10 @@
 
 namespace paratune::job {
 
+using common::UniqueFd;
+using common::write_file_atomic;
+using common::read_owned_file_at;
+
 namespace {
 
 struct DirCloser {

@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "safe_file.h"
+#include "paratune/common/safe_file.h"
 
 namespace paratune::job {
 
@@ -33,7 +33,7 @@ std::string job_dir_name(const std::string& job_id);
 
 // jobs/<jobid>/ under `jobs_dirfd`, created (0750) when missing; root's and not group/world-writable, or
 // std::runtime_error says why. `create` = false: an empty descriptor when it does not exist.
-UniqueFd open_job_dir(int jobs_dirfd, const std::string& job_id, bool create = true);
+common::UniqueFd open_job_dir(int jobs_dirfd, const std::string& job_id, bool create = true);
 
 // The job's partition, recorded by a step that had it from Slurm; read back (a regular root-owned file, one line,
 // at most 256 bytes) by later steps on the nodes that share this log_dir.

@@ -11,9 +11,15 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "safe_file.h"
+#include "paratune/common/safe_file.h"
 
 namespace paratune::job {
+
+using common::UniqueFd;
+using common::ensure_directory;
+using common::write_file_atomic;
+using common::lock_in_directory;
+using common::read_owned_file_at;
 
 using nlohmann::json;
 

@@ -14,9 +14,12 @@
 #include <system_error>
 
 #include "log_text.h"
-#include "safe_file.h"
+#include "paratune/common/safe_file.h"
 
 namespace paratune::job {
+
+using common::UniqueFd;
+using common::write_file_atomic;
 
 using nlohmann::json;
 

@@ -7,12 +7,15 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "child_call.h"
+#include "paratune/common/child_call.h"
 #include "log_text.h"
 #include "paratune/tuning/report.h"
-#include "safe_file.h"
+#include "paratune/common/safe_file.h"
 
 namespace paratune::job {
+
+using common::read_bounded;
+using common::call_in_child;
 
 using nlohmann::json;
 

@@ -11,9 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "safe_file.h"
+#include "paratune/common/safe_file.h"
 
 namespace paratune::job {
+
+using common::UniqueFd;
+using common::ensure_directory;
+using common::write_file_atomic;
 
 namespace {
 

@@ -2,7 +2,7 @@
 
 #include "log_text.h"
 #include "paratune/advisor/framework_versions.h"
-#include "plan_json.h"
+#include "paratune/planner/plan_json.h"
 
 namespace paratune::job {
 

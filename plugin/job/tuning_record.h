@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "decision.h"
+#include "paratune/planner/decision.h"
 
 namespace paratune::job {
 

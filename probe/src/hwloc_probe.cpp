@@ -22,7 +22,7 @@
 #include <system_error>
 
 #include "internal.h"
-#include "paratune/probe/bounded_child.h"
+#include "paratune/common/bounded_child.h"
 
 namespace paratune::probe::internal {
 
@@ -242,13 +242,13 @@ void check_xml_in_child(const HwlocSource& src) {
   // worker's status through a pipe (so a caller whose SIGCHLD is ignored still sees a crash), and in the worker
   // every signal unblocked and at its default action: the alarm() below works in slurmstepd's children, where
   // SIGALRM is blocked, and SIGSEGV & co. end the worker silently instead of reaching a handler of the daemon.
-  BoundedChildLimits limits;
+  common::BoundedChildLimits limits;
   limits.deadline = std::chrono::seconds(kXmlCheckSeconds);
   limits.max_reply = 0;
   limits.alarm_s = kXmlCheckSeconds + 5;  // never outlive the parent's wait by much, even if the parent is gone
-  BoundedChildResult r;
+  common::BoundedChildResult r;
   try {
-    r = run_bounded_child(
+    r = common::run_bounded_child(
         [&](int) {
           const struct rlimit no_core {0, 0};
           ::setrlimit(RLIMIT_CORE, &no_core);

@@ -3,7 +3,7 @@
 // Allocation with bounded index lists, or std::invalid_argument.
 #include <stdexcept>
 
-#include "job/allocation.h"
+#include "paratune/planner/allocation.h"
 #include "fuzz_common.h"
 
 using namespace paratune;

@@ -6,7 +6,7 @@
 // no hang (libFuzzer -timeout).
 #include <stdexcept>
 
-#include "job/decision.h"
+#include "paratune/planner/decision.h"
 #include "fuzz_common.h"
 #include "paratune/probe/probe.h"
 #include "job/tuning_record.h"

@@ -2,7 +2,7 @@
 // submit host and again as root in slurmstepd. Contract: a value or job::SpecError; a parsed SPEC honours the
 // documented bounds and parses again to the same value.
 #include "fuzz_common.h"
-#include "job/option_spec.h"
+#include "paratune/planner/option_spec.h"
 
 using namespace paratune;
 

@@ -1,7 +1,7 @@
 // The plugstack.conf arguments (plugin/job/plugin_config.h), parsed in every SPANK context including slurmd.
 // Input: the arguments separated by '\n'. Contract: a PluginConfig whose paths are absolute, or ConfigError.
 #include "fuzz_common.h"
-#include "job/plugin_config.h"
+#include "paratune/planner/plugin_config.h"
 
 using namespace paratune;
 

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "job/decision.h"
+#include "paratune/planner/decision.h"
 #include "job/tuning_record.h"
 #include "paratune/advisor/calibration_file.h"
 #include "paratune/probe/probe.h"

@@ -3,8 +3,9 @@
 # preset, a scenario file with keys, a site policy with a partition section that caps and forces), a real job runs
 # with --paratune=SPEC, then the CLI is given the same facts (the plugstack arguments, the node's topology, GPUs,
 # job id, node list, partition) and its plan files must equal the job's byte for byte, its variables the job's
-# (the paths of the plan directory aside). Positive control: a different job id changes torchrun's port, and the
-# comparison sees it.
+# (the paths of the plan directory aside). Every job here runs on the DGX-2 topology (V100: no BF16), so the
+# CLI must also plan FP16 and the NVSwitch domain as the job does. Positive controls: a different job id changes
+# torchrun's port, and a deliberately different SPEC (another global batch, another model) fails the comparison.
 source "$(dirname "$0")/lib.sh"
 : "${PARATUNE_CLI:?set by ctest}"
 policy=$WORK/policy.toml
@@ -27,24 +28,41 @@ SH
 printf '[model]\npreset = "llama3-8b"\nseq_len = 4096\n[training]\nglobal_batch = 128\n[parallel]\npp = 2\n' > "$WORK/scenario.toml"
 mkdir -p "$WORK/cli-submit"   # the CLI's submit directory: no earlier plan of the job there (not a requeue)
 
+# same_files JOB_DIR CLI_DIR: the same plan files (report.jsonl is the job's own), each byte for byte; plan.json
+# but for its one stopwatch reading (how long the search took), which cannot repeat.
+same_files() {
+  local job_dir=$1 cli=$2 f
+  [ "$(cd "$job_dir" && ls | grep -v '^report.jsonl$' | sort)" = "$(cd "$cli" && ls | sort)" ] || return 1
+  for f in "$job_dir"/*; do
+    case "$(basename "$f")" in
+      report.jsonl) ;;
+      plan.json) cmp -s <(grep -v '"search_seconds":' "$f") <(grep -v '"search_seconds":' "$cli/plan.json") || return 1 ;;
+      *) cmp -s "$f" "$cli/$(basename "$f")" || return 1 ;;
+    esac
+  done
+}
+
+export -f same_files
+
+job_plan_dir() { dirname "$(python3 -c "import json; print(json.load(open('$WORK/env.json'))['PARATUNE_PLAN'])")"; }
+
 # compare NAME JOB CLI_DIR: the job's plan files and variables against the CLI's.
 compare() {
   local name=$1 job=$2 cli=$3
-  local plan; plan=$(python3 -c "import json; print(json.load(open('$WORK/env.json'))['PARATUNE_PLAN'])")
-  local job_dir; job_dir=$(dirname "$plan")
+  local job_dir; job_dir=$(job_plan_dir)
   check "$name: the CLI wrote the same files as the job" \
     test "$(cd "$job_dir" && ls | grep -v '^report.jsonl$' | sort)" = "$(cd "$cli" && ls | sort)"
   for f in "$job_dir"/*; do
     case "$(basename "$f")" in
       report.jsonl) continue ;;
-      # The one stopwatch reading in a plan (how long the search took) cannot repeat; every other byte must.
       plan.json) check "$name: plan.json byte for byte (search_seconds aside)" \
                    cmp <(grep -v '"search_seconds":' "$f") <(grep -v '"search_seconds":' "$cli/plan.json")
                  check "$name: plan.json has exactly one search_seconds line" test "$(grep -c '"search_seconds":' "$f")" = 1 ;;
       *) check "$name: $(basename "$f") byte for byte" cmp "$f" "$cli/$(basename "$f")" ;;
     esac
   done
-  check "$name: the same variables with the same values" python3 - "$WORK/env.json" "$WORK/cli.json" "$job_dir" "$cli" <<'PY'
+  check "$name: same_files agrees" same_files "$job_dir" "$cli"
+  check "$name: the same variables with the same values" python3 - "$WORK/env.json" "$WORK/cli.json" "$job_dir" "$cli" <<'PY2'
 import json, sys
 job_env, cli, job_dir, cli_dir = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3], sys.argv[4]
 cli_env = {e["name"]: e["value"].replace(cli_dir, job_dir) for e in cli["env"]}
@@ -53,7 +71,7 @@ for name, value in cli_env.items():
     assert job_env.get(name) == value, (name, job_env.get(name), value)
 ours = {k for k in job_env if k.startswith("PARATUNE_")}
 assert ours == {k for k in cli_env if k.startswith("PARATUNE_")}, ours ^ set(cli_env)
-PY
+PY2
 }
 
 # dry_run SPEC JOB NODELIST [CLI args...]: the CLI with the facts the plugin had; its JSON in cli.json.
@@ -61,7 +79,7 @@ dry_run() {
   local spec=$1 job=$2 nodes=$3; shift 3
   rm -rf "$WORK/cli-$job"; mkdir -p "$WORK/cli-$job"
   "$PARATUNE_CLI" advise --paratune "$spec" --plugstack "${args[*]}" --gpus-per-node 8 --nodes 1 --job-id "$job" \
-    --nodelist "$nodes" --submit-dir "$WORK/cli-submit" --write "$WORK/cli-$job" --json "$@" > "$WORK/cli.json"
+    --nodelist "$nodes" --submit-dir "$WORK/cli-submit" --write-plan "$WORK/cli-$job" --json "$@" > "$WORK/cli.json"
 }
 
 i=0
@@ -72,6 +90,19 @@ for spec in llama3-8b olmoe-1b-7b "llama3-8b,tp=2,gbs=64,recompute=full" "@$WORK
   check "case $i ($spec): the job got a plan" python3 -c "import json; assert 'PARATUNE_PLAN' in json.load(open('$WORK/env.json'))"
   check "case $i ($spec): the CLI made a plan" dry_run "$spec" "$job" "$nodes"
   compare "case $i ($spec)" "$job" "$WORK/cli-$job/paratune-$job"
+  # The facts of the node reach the CLI's plan as the job's: V100 (no BF16) plans FP16, NVSwitch links all 8.
+  check "case $i ($spec): FP16 on the V100 node, in the job's plan and so in the CLI's" python3 -c "
+import json; p=json.load(open('$WORK/cli-$job/paratune-$job/plan.json'))
+assert p['scenario']['training']['precision'] == 'fp16', p['scenario']['training']
+assert p['scenario']['cluster']['gpu'].startswith('v100'), p['scenario']['cluster']['gpu']"
+  if [ "$i" = 1 ]; then
+    # Positive control: a deliberately different SPEC for the same job and facts, and the plans part.
+    for other_spec in llama3-8b,gbs=512 llama2-13b; do
+      check "control: the CLI made a plan for $other_spec" dry_run "$other_spec" "$job" "$nodes"
+      check "control: SPEC $other_spec gives other plan files than the job's $spec" \
+        bash -c "! same_files '$(job_plan_dir)' '$WORK/cli-$job/paratune-$job'"
+    done
+  fi
 done
 
 # The policy's partition section: TP capped to 1, NCCL_DEBUG forced, the default from [defaults].

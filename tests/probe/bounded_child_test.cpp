@@ -1,4 +1,4 @@
-// probe::run_bounded_child (bounded_child.h): statuses come back through the pipe whatever the caller's SIGCHLD,
+// common::run_bounded_child (bounded_child.h): statuses come back through the pipe whatever the caller's SIGCHLD,
 // and the worker starts with clean signals even when the caller (slurmstepd) blocks SIGALRM.
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,10 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "helpers.h"
-#include "paratune/probe/bounded_child.h"
+#include "paratune/common/bounded_child.h"
 
-using paratune::probe::BoundedChildLimits;
-using paratune::probe::run_bounded_child;
+using paratune::common::BoundedChildLimits;
+using paratune::common::run_bounded_child;
 using namespace std::chrono_literals;
 
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "job/allocation.h"
+#include "paratune/planner/allocation.h"
 
 using namespace paratune::job;
 using Vars = std::map<std::string, std::string>;

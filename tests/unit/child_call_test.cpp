@@ -25,11 +25,11 @@
 
 #include "temp_dir.h"
 
-#include "job/child_call.h"
+#include "paratune/common/child_call.h"
 
 using paratune::fixtures::TempDir;
-using paratune::job::call_in_child;
-using paratune::job::ChildCallError;
+using paratune::common::call_in_child;
+using paratune::common::ChildCallError;
 using namespace std::chrono_literals;
 
 namespace {

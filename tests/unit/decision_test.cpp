@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "job/decision.h"
+#include "paratune/planner/decision.h"
 #include "test_topologies.h"
 
 using namespace paratune;

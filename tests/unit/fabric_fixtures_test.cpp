@@ -19,7 +19,7 @@
 #include <set>
 #include <sstream>
 
-#include "job/scenario_builder.h"
+#include "paratune/planner/scenario_builder.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/env.h"

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "job/job_env.h"
+#include "paratune/planner/job_env.h"
 
 using namespace paratune::job;
 using Vars = std::map<std::string, std::string>;

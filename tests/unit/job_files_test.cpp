@@ -16,6 +16,7 @@
 #include "temp_dir.h"
 
 using namespace paratune::job;
+using namespace paratune::common;
 using paratune::fixtures::TempDir;
 
 namespace {

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "../advisor/knob_samples.h"
-#include "job/option_spec.h"
-#include "job/scenario_builder.h"
+#include "paratune/planner/option_spec.h"
+#include "paratune/planner/scenario_builder.h"
 #include "test_topologies.h"
 
 using namespace paratune;

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "job/metrics_file.h"
-#include "job/safe_file.h"
+#include "paratune/common/safe_file.h"
 #include "temp_dir.h"
 
 using namespace paratune::job;

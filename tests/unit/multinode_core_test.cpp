@@ -9,18 +9,19 @@
 
 #include <gtest/gtest.h>
 
-#include "job/decision.h"
-#include "job/fabric_placement.h"
+#include "paratune/planner/decision.h"
+#include "paratune/planner/fabric_placement.h"
 #include "job/job_files.h"
 #include "job/node_checks.h"
-#include "job/plugin_config.h"
-#include "job/safe_file.h"
+#include "paratune/planner/plugin_config.h"
+#include "paratune/common/safe_file.h"
 #include "paratune/probe/probe.h"
 #include "temp_dir.h"
 #include "test_topologies.h"
 
 using namespace paratune;
 using namespace paratune::job;
+using namespace paratune::common;
 
 namespace {
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "job/option_spec.h"
-#include "job/scenario_builder.h"
+#include "paratune/planner/option_spec.h"
+#include "paratune/planner/scenario_builder.h"
 #include "test_topologies.h"
 
 using namespace paratune;
@@ -155,8 +155,9 @@ TEST(OptionSpec, ExpertLayoutKeys) {
   EXPECT_EQ(sc.parallel.ep, 8);
   EXPECT_EQ(sc.parallel.etp, 2);
   EXPECT_EQ(sc.parallel.dispatcher, advisor::Dispatcher::AllToAll);
-  EXPECT_THROW(build_scenario(parse_option_spec("llama3-8b,ep=2"), PluginConfig{}, alloc, fixtures::dgx_a100_like(),
-                              "", notes),
+  // The planner validates once, after the site policy (decide()); the scenario as built is what it refuses.
+  EXPECT_THROW(advisor::validate(build_scenario(parse_option_spec("llama3-8b,ep=2"), PluginConfig{}, alloc,
+                                                fixtures::dgx_a100_like(), "", notes)),
                std::invalid_argument)
       << "a dense model has no experts";
 }

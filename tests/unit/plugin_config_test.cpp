@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "job/plugin_config.h"
+#include "paratune/planner/plugin_config.h"
 
 using namespace paratune::job;
 

@@ -15,9 +15,9 @@
 
 #include "temp_dir.h"
 
-#include "job/safe_file.h"
+#include "paratune/common/safe_file.h"
 
-using namespace paratune::job;
+using namespace paratune::common;
 using paratune::fixtures::TempDir;
 
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "job/scenario_builder.h"
+#include "paratune/planner/scenario_builder.h"
 #include "test_topologies.h"
 
 using namespace paratune;

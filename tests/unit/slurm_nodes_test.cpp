@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "job/job_env.h"
+#include "paratune/planner/job_env.h"
 #include "slurm_nodes.h"
 
 using namespace paratune;

@@ -15,12 +15,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "job/decision.h"
-#include "job/option_spec.h"
-#include "job/safe_file.h"
+#include "paratune/planner/decision.h"
+#include "paratune/planner/option_spec.h"
+#include "paratune/common/safe_file.h"
 #include "job/tuning_index.h"
 #include "job/tuning_record.h"
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/framework_args.h"
 #include "paratune/tuning/calibrate.h"
 #include "paratune/tuning/report.h"
 #include "paratune/tuning/scan/job_index.h"
@@ -58,6 +59,7 @@ std::string plugin_line(const std::string& job_id, long long end_time, double ac
   d.plan = advisor::advise(s, lim);
   s.training.framework = d.plan.framework;
   d.scenario = s;
+  d.args = advisor::framework_args(d.scenario, d.plan, d.launch);  // as decide() makes them
   d.fingerprint = "7f3a9c2e41d05b86";
   d.notes = {"2 nodes x 8 GPUs, NVLink domain 8"};
   job::JobIdentity who;
@@ -97,7 +99,7 @@ class Index : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     fs::permissions(dir_, fs::perms(0755));
-    fd_ = job::UniqueFd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY));
+    fd_ = common::UniqueFd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY));
   }
   void TearDown() override {
     if (!dir_.empty()) fs::remove_all(dir_);
@@ -105,12 +107,12 @@ class Index : public ::testing::Test {
   // Appends the job's line as the plugin does and indexes it; the writer's problem ("" when indexed).
   std::string write(const std::string& id, long long t, double ratio = 0.8) {
     const std::string line = plugin_line(id, t, ratio);
-    job::append_line(fd_.get(), "tuning.jsonl", line, 0640);
+    common::append_line(fd_.get(), "tuning.jsonl", line, 0640);
     return job::index_tuning_line(dir_.string(), fd_.get(), "tuning.jsonl", id, line, 0640, -1);
   }
   std::string log() const { return (dir_ / "tuning.jsonl").string(); }
   fs::path dir_;
-  job::UniqueFd fd_;
+  common::UniqueFd fd_;
 };
 
 }  // namespace
@@ -174,7 +176,7 @@ TEST_F(Index, WithoutAMarkerTheScanIsBounded) {
 
 TEST_F(Index, OnlySlurmJobIdsAreIndexed) {
   const std::string line = plugin_line("1", 1, 0.8);
-  job::append_line(fd_.get(), "tuning.jsonl", line, 0640);
+  common::append_line(fd_.get(), "tuning.jsonl", line, 0640);
   EXPECT_NE(job::index_tuning_line(dir_.string(), fd_.get(), "tuning.jsonl", "../../etc/x", line, 0640, -1), "");
   EXPECT_FALSE(fs::exists(dir_ / "tuning.jsonl.index"));
   EXPECT_EQ(job::index_tuning_line(dir_.string(), fd_.get(), "tuning.jsonl", "1", line, 0640, -1), "");

@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "job/decision.h"
-#include "job/safe_file.h"
+#include "paratune/planner/decision.h"
+#include "paratune/common/safe_file.h"
 #include "paratune/probe/detail.h"
 #include "paratune/probe/probe.h"
 #include "paratune/tuning/report.h"
@@ -228,9 +228,9 @@ TEST(FaultRegression, AppendAfterAShortWriteLeavesNoPartialLine) {
     ::signal(SIGXFSZ, SIG_IGN);
     const struct rlimit lim {first.size() + 20, first.size() + 20};
     ::setrlimit(RLIMIT_FSIZE, &lim);
-    paratune::job::UniqueFd d(::open(dir, O_RDONLY | O_DIRECTORY));
+    paratune::common::UniqueFd d(::open(dir, O_RDONLY | O_DIRECTORY));
     try {
-      paratune::job::append_line(d.get(), "tuning.jsonl", long_line, 0644);
+      paratune::common::append_line(d.get(), "tuning.jsonl", long_line, 0644);
     } catch (const std::exception&) {
       ::_exit(0);  // the expected failure
     }
@@ -239,8 +239,8 @@ TEST(FaultRegression, AppendAfterAShortWriteLeavesNoPartialLine) {
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the limited append did not fail";
-  paratune::job::UniqueFd d(::open(dir, O_RDONLY | O_DIRECTORY));
-  paratune::job::append_line(d.get(), "tuning.jsonl", "{\"job_id\":\"3\"}", 0644);
+  paratune::common::UniqueFd d(::open(dir, O_RDONLY | O_DIRECTORY));
+  paratune::common::append_line(d.get(), "tuning.jsonl", "{\"job_id\":\"3\"}", 0644);
   std::ifstream in(path);
   std::string line;
   int n = 0;

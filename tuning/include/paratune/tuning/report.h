@@ -3,7 +3,7 @@
 // `tokens` (tokens per step, >= 0) are optional, other keys are ignored. The file is untrusted user input: parsing
 // is bounded and defensive, a bad line is counted and skipped, never fatal.
 //
-// At job end the plugin reads the file (as the job's user, O_NOFOLLOW, bounded: job::read_bounded) and calls
+// At job end the plugin reads the file (as the job's user, O_NOFOLLOW, bounded: common::read_bounded) and calls
 //   ReportSummary s = summarize_report(content, truncated);
 //   add_achieved(record, s, rule, nodes);   // "achieved", "report", "ratio", "suspect" of the tuning-log line
 #pragma once

@@ -1,4 +1,4 @@
-#include "allocation.h"
+#include "paratune/planner/allocation.h"
 
 #include <charconv>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "option_spec.h"
+#include "paratune/planner/option_spec.h"
 
 #include <algorithm>
 #include <charconv>

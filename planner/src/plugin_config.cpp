@@ -1,4 +1,4 @@
-#include "plugin_config.h"
+#include "paratune/planner/plugin_config.h"
 
 namespace paratune::job {
 

@@ -1,12 +1,13 @@
-#include "decision.h"
+#include "paratune/planner/decision.h"
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/framework_versions.h"
 #include "paratune/probe/probe.h"
-#include "plan_json.h"
-#include "scenario_builder.h"
+#include "paratune/planner/plan_json.h"
+#include "paratune/planner/scenario_builder.h"
 
 namespace paratune::job {
 
@@ -107,42 +108,77 @@ void apply_profile(const advisor::HardwareProfile& profile, Decision& d) {
 
 }  // namespace
 
-Decision decide(const DecisionInput& in) {
-  Decision d;
-  d.mode = in.mode;
-  d.fingerprint = in.topology.fingerprint.empty() ? probe::compute_fingerprint(in.topology) : in.topology.fingerprint;
-  d.scenario = build_scenario(in.spec, in.config, in.alloc, in.topology, in.scenario_text, d.notes);
+namespace {
+
+// The scenario the plan is for: the SPEC's (or the whole scenario's) on the node and the allocation, a resumed
+// run's constraints, then the site policy's facts and caps, which have the last word; validated once, here.
+void settle_scenario(const DecisionInput& in, Decision& d) {
+  if (in.scenario) {
+    d.scenario = in.topology_known ? cluster_over_scenario(*in.scenario, in.topology, d.notes) : *in.scenario;
+    plan_precision(d.scenario, /*given=*/false, d.notes);
+  } else {
+    d.scenario = build_scenario(in.spec, in.config, in.alloc, in.topology, in.scenario_text, d.notes);
+  }
   // A resumed run keeps its checkpoint's format and sharding family (the policy below still has the last word).
   if (!in.resume_text.empty()) apply_resume(d.scenario, in.resume_text, in.resume_origin, d.notes);
   // The site has the last word: its facts replace the probe's, its caps replace the user's constraints.
   d.policy_changes = policies::apply_to_scenario(in.policy, d.scenario);
-  resolve_nvlink_assumption(in.topology, in.policy.facts.nvlink_domain.has_value(), d.scenario.cluster, d.notes);
+  if (in.topology_known)
+    resolve_nvlink_assumption(in.topology, in.policy.facts.nvlink_domain.has_value(), d.scenario.cluster, d.notes);
   advisor::validate(d.scenario);
-  if (in.profile) apply_profile(*in.profile, d);
-  auto limits = policies::search_limits(in.policy);
-  if (in.calibration) {
-    limits.params = advisor::calibrated_params(*in.calibration, d.scenario);
-    // The same lookup calibrated_params made: the stack's own entry first, then the framework-less one.
-    const auto& c = d.scenario.cluster;
-    if (const auto* e = advisor::find_entry(*in.calibration, c.gpu, c.fabric, d.scenario.training.framework)) {
-      d.calibrated = true;
-      d.notes.push_back("model calibrated for " + c.gpu + " on " + advisor::to_string(c.fabric) +
-                        (e->framework.empty() ? std::string(" (all frameworks)") : " with " + e->framework) +
-                        " from this site's history");
-    }
-    // Memory head-room the site's own OOM deaths and near-limit runs taught (calibration [[memory]]): on top of
-    // the policy's head-room, so a layout like the one that died no longer fits.
-    d.calibration_entries = calibration_json(*in.calibration, d.scenario)["entries"];
-    if (const double h = advisor::calibrated_headroom_gib(*in.calibration, d.scenario); h > 0) {
-      limits.memory_headroom_gib += h;
-      d.notes.push_back("memory head-room " + fixed(h, 1) + " GiB per GPU learned from this site's jobs");
-    }
+}
+
+// The search's limits: the site policy's caps, what the caller asked to see, the site's calibration.
+void settle_limits(const DecisionInput& in, Decision& d) {
+  d.limits = policies::search_limits(in.policy);
+  if (in.top_n) d.limits.top_n = *in.top_n;
+  if (in.all_frameworks) d.limits.all_frameworks = *in.all_frameworks;
+  if (!in.calibration) return;
+  d.limits.params = advisor::calibrated_params(*in.calibration, d.scenario);
+  // The same lookup calibrated_params made: the stack's own entry first, then the framework-less one.
+  const auto& c = d.scenario.cluster;
+  if (const auto* e = advisor::find_entry(*in.calibration, c.gpu, c.fabric, d.scenario.training.framework)) {
+    d.calibrated = true;
+    d.notes.push_back("model calibrated for " + c.gpu + " on " + advisor::to_string(c.fabric) +
+                      (e->framework.empty() ? std::string(" (all frameworks)") : " with " + e->framework) +
+                      " from this site's history");
   }
+  // Memory head-room the site's own OOM deaths and near-limit runs taught (calibration [[memory]]): on top of
+  // the policy's head-room, so a layout like the one that died no longer fits.
+  d.calibration_entries = calibration_json(*in.calibration, d.scenario)["entries"];
+  if (const double h = advisor::calibrated_headroom_gib(*in.calibration, d.scenario); h > 0) {
+    d.limits.memory_headroom_gib += h;
+    d.notes.push_back("memory head-room " + fixed(h, 1) + " GiB per GPU learned from this site's jobs");
+  }
+}
+
+}  // namespace
+
+Decision decide(const DecisionInput& in) {
+  Decision d;
+  d.mode = in.mode;
+  if (in.topology_known)
+    d.fingerprint = in.topology.fingerprint.empty() ? probe::compute_fingerprint(in.topology) : in.topology.fingerprint;
+  settle_scenario(in, d);
+  if (in.profile) apply_profile(*in.profile, d);
+  settle_limits(in, d);
   apply_fabric(in, d);
-  d.plan = advisor::advise(d.scenario, limits);
+  d.plan = advisor::advise(d.scenario, d.limits);
   d.launch = launch_for(in.alloc);
-  if (d.scenario.cluster.placement) explain_placement(d, limits);
+  if (d.scenario.cluster.placement) explain_placement(d, d.limits);
+  d.args = advisor::framework_args(d.scenario, d.plan, d.launch);
   return d;
+}
+
+JobPlan plan_job(const DecisionInput& in, const std::vector<policies::PolicyChange>& mode_changes) {
+  JobPlan out{decide(in), {}};
+  Decision& d = out.decision;
+  d.policy_changes.insert(d.policy_changes.begin(), mode_changes.begin(), mode_changes.end());
+  // The policy's changes to the variables belong in the plan file; the paths it names do not change them.
+  const auto injection = policy_injection(in.policy, decision_env(d, "", ""));
+  d.policy_changes.insert(d.policy_changes.end(), injection.changes.begin(), injection.changes.end());
+  out.files = decision_files(d);
+  return out;
 }
 
 EnvInjection policy_injection(const policies::EffectivePolicy& policy, const std::vector<EnvAssignment>& wanted) {
@@ -227,7 +263,7 @@ static nlohmann::json placement_json(const Decision& d) {
 nlohmann::json decision_json(const Decision& d) {
   nlohmann::json changes = nlohmann::json::array();
   for (const auto& c : d.policy_changes) changes.push_back({{"what", c.what}, {"reason", c.reason}});
-  const auto args = advisor::framework_args(d.scenario, d.plan, d.launch);
+  const auto& args = d.args;
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : args.files) files.push_back(f.name);
   return {{"mode", to_string(d.mode)},
@@ -243,18 +279,24 @@ nlohmann::json decision_json(const Decision& d) {
           {"placement", placement_json(d)}};
 }
 
+// decide() makes the arguments; a Decision put together by hand (tests) must set them too.
+const advisor::ArgsFile& primary_file(const Decision& d) {
+  if (d.args.files.empty()) throw std::logic_error("the decision has no framework arguments (decide() makes them)");
+  return d.args.files.front();
+}
+
 std::string primary_args_file(const Decision& d) {
-  return advisor::framework_args(d.scenario, d.plan, d.launch).files.front().name;
+  return primary_file(d).name;
 }
 
 std::string primary_args_text(const Decision& d) {
-  std::string text = advisor::framework_args(d.scenario, d.plan, d.launch).files.front().content;
+  std::string text = primary_file(d).content;
   while (!text.empty() && text.back() == '\n') text.pop_back();
   return text;
 }
 
 std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d) {
-  const auto args = advisor::framework_args(d.scenario, d.plan, d.launch);
+  const auto& args = d.args;
   // A file name or note with invalid UTF-8 (user input) must not stop the plan files: replace, never throw.
   std::vector<std::pair<std::string, std::string>> out = {
       {"plan.json", decision_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"}};

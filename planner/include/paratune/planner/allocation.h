@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "job_env.h"
+#include "paratune/planner/job_env.h"
 
 namespace paratune::job {
 

@@ -1,4 +1,4 @@
-#include "job_env.h"
+#include "paratune/planner/job_env.h"
 
 #include <algorithm>
 

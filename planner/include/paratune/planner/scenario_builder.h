@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "allocation.h"
-#include "option_spec.h"
+#include "paratune/planner/allocation.h"
+#include "paratune/planner/option_spec.h"
 #include "paratune/advisor/scenario.h"
 #include "paratune/probe/topology.h"
-#include "plugin_config.h"
+#include "paratune/planner/plugin_config.h"
 
 namespace paratune::job {
 
@@ -22,6 +22,17 @@ advisor::ClusterSpec cluster_from_topology(const probe::Topology& topo, const Al
 advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& config, const Allocation& alloc,
                                  const probe::Topology& topo, const std::string& scenario_text,
                                  std::vector<std::string>& notes);
+
+// The command line's whole scenario (`paratune advise --scenario FILE --topology T`) on a probed node: the
+// topology's facts replace the file's [cluster] where they speak (the file keeps its node count, placement, and
+// gives the GPU model, NICs, peak and memory the topology leaves out). Throws std::invalid_argument naming the
+// topology when it cannot support a plan (no GPU, mixed models).
+advisor::Scenario cluster_over_scenario(const advisor::Scenario& given, const probe::Topology& topo,
+                                        std::vector<std::string>& notes);
+
+// BF16 asked for by default (or by a scenario written for another machine) on a GPU without BF16 tensor cores:
+// the plan is for FP16 mixed precision, with a note. `given`: the user named the precision (left as it is).
+void plan_precision(advisor::Scenario& s, bool given, std::vector<std::string>& notes);
 
 // When the probe could not tell the NVLink domain (topology.nvlink_unknown) and the site policy does not fix it
 // (facts.nvlink_domain): the domain from the GPU model the scenario has now (after the policy's facts.gpu), and a

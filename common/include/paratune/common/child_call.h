@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace paratune::job {
+namespace paratune::common {
 
 struct ChildCallError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -22,4 +22,4 @@ struct ChildCallError : std::runtime_error {
 std::string call_in_child(const std::function<std::string()>& work, int timeout_ms, const std::string& what,
                           size_t max_reply = 64u << 20);
 
-}  // namespace paratune::job
+}  // namespace paratune::common

@@ -1,4 +1,4 @@
-#include "fabric_placement.h"
+#include "paratune/planner/fabric_placement.h"
 
 #include <algorithm>
 #include <set>

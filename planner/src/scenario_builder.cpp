@@ -1,4 +1,4 @@
-#include "scenario_builder.h"
+#include "paratune/planner/scenario_builder.h"
 
 #include <algorithm>
 #include <optional>
@@ -182,15 +182,8 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.seq) s.model.seq_len = *spec.seq;
   if (spec.framework) s.training.framework = advisor::framework_from_string(*spec.framework);
   if (spec.framework_version) s.training.framework_version = *spec.framework_version;
-  if (spec.precision) {
-    s.training.precision = advisor::precision_from_string(*spec.precision);
-  } else if (s.training.precision == advisor::Precision::Bf16 && advisor::is_gpu_key(s.cluster.gpu) &&
-             !advisor::gpu_spec(s.cluster.gpu).bf16) {
-    // No precision on the command line, BF16 by default or from a scenario file written for another machine:
-    // plan for what this GPU can do (V100, T4 have FP16 but no BF16 tensor cores).
-    s.training.precision = advisor::Precision::Fp16;
-    notes.push_back(s.cluster.gpu + " has no BF16 tensor cores: planning for FP16 mixed precision");
-  }
+  if (spec.precision) s.training.precision = advisor::precision_from_string(*spec.precision);
+  plan_precision(s, spec.precision.has_value(), notes);
   if (spec.attention) s.training.attention = advisor::attention_from_string(*spec.attention);
   if (spec.fp8_recipe) s.training.fp8_recipe = advisor::fp8_recipe_from_string(*spec.fp8_recipe);
   if (spec.compile) s.training.compile = *spec.compile;
@@ -215,9 +208,44 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.main_params) s.parallel.main_params = advisor::state_dtype_from_string(*spec.main_params);
   if (spec.recompute_modules) s.parallel.recompute_modules = advisor::recompute_modules_from_string(*spec.recompute_modules);
   if (spec.offload_layers) s.parallel.offload_layers = *spec.offload_layers;
-  // A GPU the probe could not name (an NCCL file without device ids) is validated after the site policy, whose
-  // facts.gpu may name it (decide()).
-  if (advisor::is_gpu_key(s.cluster.gpu)) advisor::validate(s);
+  // Validated once, after the site policy, whose facts.gpu may name a GPU the probe could not (decide()).
+  return s;
+}
+
+void plan_precision(advisor::Scenario& s, bool given, std::vector<std::string>& notes) {
+  if (given || s.training.precision != advisor::Precision::Bf16 || !advisor::is_gpu_key(s.cluster.gpu) ||
+      advisor::gpu_spec(s.cluster.gpu).bf16)
+    return;
+  // No precision on the command line, BF16 by default or from a scenario file written for another machine:
+  // plan for what this GPU can do (V100, T4 have FP16 but no BF16 tensor cores).
+  s.training.precision = advisor::Precision::Fp16;
+  notes.push_back(s.cluster.gpu + " has no BF16 tensor cores: planning for FP16 mixed precision");
+}
+
+advisor::Scenario cluster_over_scenario(const advisor::Scenario& given, const probe::Topology& topo,
+                                        std::vector<std::string>& notes) {
+  Allocation alloc;
+  alloc.nodes = given.cluster.nodes;
+  advisor::Scenario s = given;
+  const std::string where = "topology" + (given.cluster.topology_file.empty() ? "" : " " + given.cluster.topology_file);
+  try {
+    s.cluster = cluster_from_topology(topo, alloc, notes);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(where + ": " + e.what());
+  }
+  s.cluster.nodes = given.cluster.nodes;
+  s.cluster.topology_file = given.cluster.topology_file;
+  s.cluster.placement = given.cluster.placement;
+  // What the topology does not say, the scenario's [cluster] may: an NCCL file without device ids names no GPU
+  // model, a node dump may list no NIC; the file's measured peak and memory stand over the catalog's.
+  if (s.cluster.gpu.empty() || !advisor::is_gpu_key(s.cluster.gpu)) s.cluster.gpu = given.cluster.gpu;
+  if (s.cluster.nic_count == 0 && s.cluster.nics.empty()) {
+    s.cluster.nic_count = given.cluster.nic_count;
+    s.cluster.nic_gbps = given.cluster.nic_gbps;
+  }
+  if (given.cluster.peak_tflops > 0) s.cluster.peak_tflops = given.cluster.peak_tflops;
+  if (given.cluster.memory_gib > 0) s.cluster.memory_gib = given.cluster.memory_gib;
+  notes.push_back("cluster facts from " + where);
   return s;
 }
 

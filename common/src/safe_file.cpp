@@ -1,4 +1,4 @@
-#include "safe_file.h"
+#include "paratune/common/safe_file.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <system_error>
 
-namespace paratune::job {
+namespace paratune::common {
 
 namespace {
 
@@ -245,4 +245,4 @@ std::string read_fd_bounded(int fd, const std::string& path, size_t limit, bool*
 
 }  // namespace
 
-}  // namespace paratune::job
+}  // namespace paratune::common

@@ -1,4 +1,4 @@
-#include "plan_json.h"
+#include "paratune/planner/plan_json.h"
 
 #include "paratune/advisor/breakdown_terms.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "option_spec.h"
+#include "paratune/planner/option_spec.h"
 
 namespace paratune::job {
 

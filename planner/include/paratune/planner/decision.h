@@ -1,5 +1,7 @@
-// One decision per job: option × topology × allocation → scenario → plan → the variables to inject.
-// Pure apart from what the caller hands in (no Slurm, no file I/O): the plugin and the CLI both use it.
+// The planner: one decision per job, option × topology × allocation → scenario → plan → the variables to inject
+// and the plan files. Pure apart from what the caller hands in (no Slurm, no file I/O): the plugin's deciding
+// child (plugin/job/decision_child.cpp), `paratune advise --paratune` (the same child's work, in-process) and
+// `paratune advise/explain --scenario` all make their plan here, so they make it the same way.
 #pragma once
 
 #include <optional>
@@ -8,16 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "allocation.h"
-#include "fabric_placement.h"
-#include "job_env.h"
-#include "option_spec.h"
+#include "paratune/planner/allocation.h"
+#include "paratune/planner/fabric_placement.h"
+#include "paratune/planner/job_env.h"
+#include "paratune/planner/option_spec.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/calibration_file.h"
 #include "paratune/advisor/profile.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/probe/topology.h"
-#include "plugin_config.h"
+#include "paratune/planner/plugin_config.h"
 
 namespace paratune::job {
 
@@ -33,6 +35,13 @@ struct DecisionInput {
   std::optional<advisor::Calibration> calibration;  // the site's fitted efficiencies, when present
   std::optional<advisor::HardwareProfile> profile;  // the node type's measured rates (plugstack profile=), when present
   std::optional<FabricPlacement> fabric;  // the job's nodes under Slurm's leaf switches, when Slurm knows them
+  // The command line's --scenario form: a whole scenario (a file's, parsed by the caller) instead of the SPEC and
+  // the plugstack's default model. Its [cluster] stands unless `topology_known`: then the topology's facts replace
+  // it where they speak (cluster_over_scenario).
+  std::optional<advisor::Scenario> scenario;
+  bool topology_known = true;           // false: `topology` is empty (a --scenario without a topology)
+  std::optional<int> top_n;             // alternatives to keep (default: the advisor's)
+  std::optional<bool> all_frameworks;   // search every framework (default: the site policy's word)
 };
 
 struct Decision {
@@ -49,6 +58,8 @@ struct Decision {
   // The calibration entries that applied (plan_json.h calibration_json), recorded in plan.json with `calibrated`.
   nlohmann::json calibration_entries = nlohmann::json::array();
   advisor::Launch launch;               // torchrun's rendezvous: the allocation's first node, a port from the job id
+  advisor::SearchLimits limits;         // the search as run: the policy's caps, the calibration's parameters
+  advisor::FrameworkArgs args;          // the plan's framework arguments (made once: files, env and plan.json)
 };
 
 // The mode for a job: the option, the plugstack defaults and the site policy (which has the last word).
@@ -70,6 +81,14 @@ struct EnvInjection {
   std::vector<policies::PolicyChange> changes;
 };
 EnvInjection policy_injection(const policies::EffectivePolicy& policy, const std::vector<EnvAssignment>& wanted);
+
+// A job's whole plan: the decision with the site policy's changes to its variables recorded (they belong in
+// plan.json), and the plan files. `mode_changes`: what the policy changed while the mode was decided.
+struct JobPlan {
+  Decision decision;
+  std::vector<std::pair<std::string, std::string>> files;  // decision_files(): name → content
+};
+JobPlan plan_job(const DecisionInput& in, const std::vector<policies::PolicyChange>& mode_changes = {});
 
 // The plan file's content ($PARATUNE_PLAN).
 nlohmann::json decision_json(const Decision& d);

@@ -1,6 +1,6 @@
 // The double fork of bounded_child.h. What runs after fork() in the keeper is async-signal-safe only: the caller
 // may be a multithreaded daemon (slurmstepd), where another thread could have held malloc's lock at fork time.
-#include "paratune/probe/bounded_child.h"
+#include "paratune/common/bounded_child.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace paratune::probe {
+namespace paratune::common {
 
 namespace {
 
@@ -203,4 +203,4 @@ BoundedChildResult run_bounded_child(const std::function<void(int)>& work, const
   return out;
 }
 
-}  // namespace paratune::probe
+}  // namespace paratune::common

@@ -1,5 +1,5 @@
 // Run a piece of work in a forked process with a deadline that holds even when the work cannot be killed.
-// Used inside slurmd and slurmstepd (plugin/job/child_call.cpp, the hwloc XML check in probe/src/hwloc_probe.cpp):
+// Used inside slurmd and slurmstepd (common/src/child_call.cpp, the hwloc XML check in probe/src/hwloc_probe.cpp):
 // there a wedged driver ioctl or a dead device's sysfs read leaves the work in uninterruptible sleep, where
 // SIGKILL does nothing until the kernel call returns — a blocking waitpid() on it would hang the daemon.
 //
@@ -19,7 +19,7 @@
 #include <functional>
 #include <string>
 
-namespace paratune::probe {
+namespace paratune::common {
 
 struct BoundedChildLimits {
   std::chrono::milliseconds deadline{10000};
@@ -49,4 +49,4 @@ struct BoundedChildResult {
 // when the pipes or the first fork cannot be made.
 BoundedChildResult run_bounded_child(const std::function<void(int reply_fd)>& work, const BoundedChildLimits& limits);
 
-}  // namespace paratune::probe
+}  // namespace paratune::common

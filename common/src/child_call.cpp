@@ -1,4 +1,4 @@
-#include "child_call.h"
+#include "paratune/common/child_call.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,10 +12,10 @@
 #include <chrono>
 #include <system_error>
 
-#include "paratune/probe/bounded_child.h"
-#include "safe_file.h"
+#include "paratune/common/bounded_child.h"
+#include "paratune/common/safe_file.h"
 
-namespace paratune::job {
+namespace paratune::common {
 
 namespace {
 
@@ -76,17 +76,17 @@ void run_child(int fd, const std::function<std::string()>& work) {
 
 }  // namespace
 
-// The fork, the deadline and the killing are probe::run_bounded_child's (see bounded_child.h for why a double
+// The fork, the deadline and the killing are run_bounded_child's (see bounded_child.h for why a double
 // fork and a process group): a child stuck in the kernel is left to init after the grace instead of hanging
 // slurmd or the job step in waitpid().
 std::string call_in_child(const std::function<std::string()>& work, int timeout_ms, const std::string& what,
                           size_t max_reply) {
-  probe::BoundedChildLimits limits;
+  BoundedChildLimits limits;
   limits.deadline = std::chrono::milliseconds(timeout_ms);
   limits.max_reply = max_reply + 1;  // the reply's first byte is the O/E tag
-  probe::BoundedChildResult r;
+  BoundedChildResult r;
   try {
-    r = probe::run_bounded_child([&](int fd) { run_child(fd, work); }, limits);
+    r = run_bounded_child([&](int fd) { run_child(fd, work); }, limits);
   } catch (const std::system_error& e) {
     throw ChildCallError(what + ": " + e.what());
   }
@@ -100,4 +100,4 @@ std::string call_in_child(const std::function<std::string()>& work, int timeout_
   return reply.substr(1);
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::common

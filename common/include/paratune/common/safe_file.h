@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-namespace paratune::job {
+namespace paratune::common {
 
 // An owned file descriptor.
 class UniqueFd {
@@ -66,4 +66,4 @@ std::string read_bounded(const std::string& path, size_t limit, bool* truncated 
 // short), else std::runtime_error says why (a user-writable input would let users steer every job's decision).
 std::string read_trusted_file(const std::string& path, size_t limit, uid_t owner = 0);
 
-}  // namespace paratune::job
+}  // namespace paratune::common
