@@ -1,7 +1,9 @@
 // Ranking in layout-varying groups (docs/accuracy.md): does the model order layouts of one model on the same GPUs
 // and batch as they were measured, compared with baselines that do not look at the layout?
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -95,6 +97,119 @@ std::map<std::string, std::vector<size_t>> layout_varying_groups(const std::vect
   return g;
 }
 
+// The share of the best measured time that taking the layout `t` ranks first gets: measured best / measured time of
+// that layout (1 = the best). Layouts `t` ties (the baselines') count as a uniform pick among them.
+double share_of_best(const std::vector<size_t>& idx, const std::vector<double>& meas, const std::vector<double>& t) {
+  const double best = meas[fastest(idx, meas)], first = t[fastest(idx, t)];
+  double sum = 0;
+  int tied = 0;
+  for (size_t i : idx)
+    if (std::fabs(t[i] / first - 1) < 1e-9) {
+      sum += best / meas[i];
+      ++tied;
+    }
+  return sum / tied;
+}
+
+// Whether the rows of a group take more than one value of `f`.
+bool varies(const std::vector<size_t>& idx, const std::vector<Row>& rows, const std::function<int(const Row&)>& f) {
+  std::set<int> v;
+  for (size_t i : idx) v.insert(f(rows[i]));
+  return v.size() > 1;
+}
+
+// The kinds of layout choice the advice is judged on, each recognised from what the group's rows vary or hold (a
+// group can be of several kinds).
+struct Kind {
+  const char* name;
+  std::function<bool(const std::vector<size_t>&, const std::vector<Row>&)> holds;
+};
+
+std::vector<Kind> layout_kinds() {
+  auto tp = [](const Row& r) { return r.l.tp; };
+  auto pp = [](const Row& r) { return r.l.pp; };
+  return {
+      {"pipeline vs tensor parallelism (both vary)",
+       [=](const auto& idx, const auto& rows) { return varies(idx, rows, tp) && varies(idx, rows, pp); }},
+      {"interleaved vs plain 1F1B (stated virtual stages vary at PP > 1)",
+       [](const auto& idx, const auto& rows) {
+         std::vector<size_t> piped;
+         for (size_t i : idx)
+           if (rows[i].l.pp > 1 && rows[i].vpp_known) piped.push_back(i);
+         return varies(piped, rows, [](const Row& r) { return r.l.virtual_stages; });
+       }},
+      {"ZeRO sharding scope (stated shard group varies)",
+       [](const auto& idx, const auto& rows) {
+         std::vector<size_t> sharded;
+         for (size_t i : idx)
+           if (rows[i].l.zero_stage > 0) sharded.push_back(i);
+         return varies(sharded, rows, [](const Row& r) { return r.l.shard_group; });
+       }},
+      {"ZeRO-3 / FSDP without model parallelism",
+       [](const auto& idx, const auto& rows) {
+         for (size_t i : idx)
+           if (rows[i].l.zero_stage == 3 && rows[i].l.tp * rows[i].l.pp * rows[i].l.cp == 1) return true;
+         return false;
+       }},
+      {"small model (hidden <= 2048) on one node",
+       [](const auto& idx, const auto& rows) {
+         const Row& r = rows[idx[0]];
+         return r.s.model.hidden <= 2048 && r.s.total_gpus() <= r.s.cluster.gpus_per_node;
+       }},
+      {"tensor vs data parallelism at 128-512 GPUs (TP varies)",
+       [=](const auto& idx, const auto& rows) {
+         const int n = rows[idx[0]].s.total_gpus();
+         return n >= 128 && n <= 512 && varies(idx, rows, tp);
+       }},
+      {"all layout-varying groups", [](const auto&, const auto&) { return true; }},
+  };
+}
+
+struct Shares {
+  double model = 0, blind = 0, heur = 0;
+};
+
+// Per kind: how many groups, the mean and the worst share of the best for the model and the baselines, and how
+// many groups the model's first layout reaches 97 % of the best in.
+void write_kinds(std::ostream& md, const std::vector<std::pair<std::vector<size_t>, Shares>>& groups,
+                 const std::vector<Row>& rows) {
+  md << "#### Share of the best measured layout, per kind of choice\n\n"
+     << "Per layout-varying group, *share of the best* = measured time of the group's fastest layout / measured "
+        "time of the layout ranked first (1 = the advice picks the best). The model ranks by its leave-one-source-"
+        "out predictions; a baseline's tie is a uniform pick among the tied layouts. Kinds are recognised from the "
+        "rows' facts (what the group's layouts vary, model size, GPU count); a group can be of several kinds.\n\n"
+     << "| kind of choice | groups | their GPUs (sources) | model: mean (worst) | model >= 97 % | layout-blind: mean "
+        "(worst) | rule of thumb: mean (worst) |\n|---|---|---|---|---|---|---|\n";
+  std::string lacking;
+  for (const Kind& k : layout_kinds()) {
+    double sm = 0, sb = 0, sh = 0, wm = 1, wb = 1, wh = 1;
+    int n = 0, good = 0;
+    std::set<std::string> where;
+    for (const auto& [idx, s] : groups) {
+      if (!k.holds(idx, rows)) continue;
+      ++n;
+      where.insert(rows[idx[0]].s.cluster.gpu + " (" + rows[idx[0]].source.substr(0, 1) + ")");
+      good += s.model >= 0.97;
+      sm += s.model, sb += s.blind, sh += s.heur;
+      wm = std::min(wm, s.model), wb = std::min(wb, s.blind), wh = std::min(wh, s.heur);
+    }
+    if (!n) {
+      lacking += std::string(lacking.empty() ? "" : "; ") + k.name;
+      continue;
+    }
+    auto cell = [&](double sum, double worst) { return pct(sum / n) + " (" + pct(worst) + ")"; };
+    std::string gpus;
+    for (const auto& w : where) gpus += (gpus.empty() ? "" : ", ") + w;
+    md << "| " << k.name << " | " << n << " | " << gpus << " | " << cell(sm, wm) << " | " << good << " of " << n << " | "
+       << cell(sb, wb) << " | " << cell(sh, wh) << " |\n";
+  }
+  md << "\nKinds the data has no layout-varying group of: " << (lacking.empty() ? "none" : lacking)
+     << ". No group varies pipeline against tensor parallelism on A100s, nor holds ZeRO-3 beyond one node: the "
+        "kinds above are judged on the GPUs and sources named. The 512-GPU groups of the Ultra-Scale Playbook sweep "
+        "hold only rank-only runs, some of them pathological (several times slower than a neighbouring layout): "
+        "their shares say more about those runs than about the layout.\n\n";
+}
+
 }  // namespace
 
 void write_ranking(std::ostream& md, Report& rep, const HeldOut& held) {
@@ -115,8 +230,10 @@ void write_ranking(std::ostream& md, Report& rep, const HeldOut& held) {
         "(only a full recompute costs 4/3: ties count half), *rule of thumb* prefers the fewest model-parallel "
         "ranks, then the largest micro-batch. Rank-only rows (pathological sweep runs, the sweep's 80B of unknown "
         "shape) take part here.\n\n"
-     << "| group | rows | measured best | predicted best | best matches | pairs: model | layout-blind | rule of thumb |\n"
-     << "|---|---|---|---|---|---|---|---|\n";
+     << "| group | rows | measured best | predicted best | best matches | share of the best: model | layout-blind | "
+        "rule of thumb | pairs: model | layout-blind | rule of thumb |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::vector<std::pair<std::vector<size_t>, Shares>> shares;
   PairScore model_all, in_all, blind_all, heur_all, model5, blind5, heur5;
   int groups = 0, matches = 0;
   for (const auto& [key, idx] : layout_varying_groups(rows)) {
@@ -137,10 +254,14 @@ void write_ranking(std::ostream& md, Report& rep, const HeldOut& held) {
       all->concordant += one->concordant;
       all->pairs += one->pairs;
     }
+    const Shares sh{share_of_best(idx, meas, held.source), share_of_best(idx, meas, blind),
+                    share_of_best(idx, meas, heur)};
+    shares.emplace_back(idx, sh);
     auto cell = [](const PairScore& s) { return s.pairs ? pct(s.share(), "%.0f %%") : std::string("-"); };
     md << "| " << rows[idx[0]].group << " (" << rows[idx[0]].s.cluster.gpu << ", "
        << advisor::to_string(rows[idx[0]].s.training.precision) << ") | " << idx.size() << " | " << rows[mb].id
-       << " | " << rows[pb].id << " | " << (match ? "yes" : "**no**") << " | " << cell(m) << " | " << cell(b)
+       << " | " << rows[pb].id << " | " << (match ? "yes" : "**no**") << " | " << pct(sh.model, "%.0f %%") << " | "
+       << pct(sh.blind, "%.0f %%") << " | " << pct(sh.heur, "%.0f %%") << " | " << cell(m) << " | " << cell(b)
        << " | " << cell(h) << " |\n";
   }
   md << "\n**" << pct(model_all.share(), "%.1f %%") << " of " << model_all.pairs
@@ -152,6 +273,7 @@ void write_ranking(std::ostream& md, Report& rep, const HeldOut& held) {
      << "least 5 % apart, beyond the sources' run-to-run noise (2-8 %): " << pct(model5.share(), "%.0f %%")
      << " of " << model5.pairs << " ordered (layout-blind " << pct(blind5.share(), "%.0f %%") << ", rule of thumb "
      << pct(heur5.share(), "%.0f %%") << ").\n\n";
+  write_kinds(md, shares, rows);
   char b[200];
   std::snprintf(b, sizeof b,
                 "ranking: pairs %.0f %% (blind %.0f %%, rule %.0f %%) of %d; >= 5 %% apart %.0f %% (blind %.0f %%, "
