@@ -28,8 +28,7 @@
 //   nvlink_eff 0.80 (A100 232.5/300, H100 ring 370/450, V100 124/150), nvls_gain 1.30 (480/370),
 //   fabric_eff: InfiniBand 0.95 (nccl #812 192/200, NDR 47/50, HDR 24/25), Omni-Path 0.17 (BigScience 10.6 and
 //   6.9 of 50 GB/s), RoCE 0.88 / EFA 0.80 / Slingshot 0.80 / TCP 0.40 are priors (no published point in the file);
-//   fa3_gain 1.5 (FlashAttention-3 paper), FP8 recipe factors, compile_elt_scale (priors, model.h);
-//   zero1_tensor_op_us 10 (prior: one eager op per DP rank and parameter tensor of nanotron's Python ZeRO-1 gather).
+//   fa3_gain 1.5 (FlashAttention-3 paper), FP8 recipe factors, compile_elt_scale (priors, model.h).
 // Mixture of experts (docs/model.md §9), fitted on the MoE rows only with the dense values held:
 //   grouped_gemm_eff     0.802  (prior 0.85)
 //   moe_route_imbalance  1.000  (prior 1.10, lower bound)   grouped_gemm_hopper 0.596 (prior 0.80)  H100 MoE rows

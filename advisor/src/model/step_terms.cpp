@@ -13,20 +13,6 @@ double stage_params(const Resolved& R, const Layout& l) {
   return (std::max({Lf, Lm, Ll}) * d.P_layer + (l.pp == 1 ? d.P_emb * (d.tied ? 1 : 2) : d.P_emb)) / l.tp;
 }
 
-// nanotron's ZeRO-1 (ZeroDistributedOptimizer.step, then nanotron.distributed.all_gather_coalesced) gathers the
-// updated parameters from Python: it slices every parameter tensor once per data-parallel rank, all-gathers the
-// flattened slices in one collective and copies each (rank, tensor) slice back with its own copy_, after the
-// optimizer step, where no queued GPU work hides the host. Its gradient reduce-scatter hook
-// (reduce_scatter_coalesced) slices the same (rank, tensor) grid again. Host cost: ranks x tensors eager ops. A
-// dense layer holds 6 parameter tensors in nanotron's Llama (qkv_proj, o_proj, gate_up_proj, down_proj, two
-// norms); the embedding, the final norm and the head add up to 3 on a stage.
-double zero1_host_s(const Resolved& R, const ModelParams& p, const Layout& l, int stage_layers) {
-  const int ndp = l.dp * l.cp;
-  if (l.zero_stage != 1 || ndp <= 1 || !R.stack.pytorch_native || R.stack.overlap_param_gather) return 0;
-  const double tensors = 6.0 * stage_layers + 3;
-  return ndp * tensors * p.zero1_tensor_op_us * 1e-6;
-}
-
 // Gradient all-reduce (ZeRO 0) or reduce-scatter + parameter all-gather (ZeRO 1/2), overlapped with the last
 // micro-batch's backward / the first micro-batch's forward; HSDP replicas all-reduce their shard once per step.
 double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& lc,
@@ -52,8 +38,7 @@ double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l,
   const double gather = collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t);
   const double gather_exposed = R.stack.overlap_param_gather ? exposed(R, p, gather, stage_fwd) : gather;
   if (z == 1 || (z == 2 && !per_mb_rs))
-    return exposed(R, p, collective_s(R, p, Coll::ReduceScatter, psi * gbytes, ndp, t), stage_bwd) + gather_exposed +
-           zero1_host_s(R, p, l, Lmax);
+    return exposed(R, p, collective_s(R, p, Coll::ReduceScatter, psi * gbytes, ndp, t), stage_bwd) + gather_exposed;
   // ZeRO-2 / shard-grad-op: gradients reduced per micro-batch (shard_comm_layer), params gathered per step.
   if (z == 2 && !per_mb_ag) return gather_exposed;
   return 0;

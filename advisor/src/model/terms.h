@@ -94,8 +94,6 @@ double pp_p2p(const Resolved& R, const ModelParams& p, const Layout& l, int micr
 // Parameters held by the bottleneck stage, TP split applied.
 double stage_params(const Resolved& R, const Layout& l);
 // Data-parallel gradient reduction and parameter gather per step, exposed beyond the last/first micro-batch.
-// nanotron's Python ZeRO-1: one eager op per data-parallel rank and parameter tensor after each step (host).
-double zero1_host_s(const Resolved& R, const ModelParams& p, const Layout& l, int stage_layers);
 double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c,
                        double recompute);
 // Adam step: memory-bound, ~34 bytes per local parameter.

@@ -61,10 +61,6 @@ struct ModelParams {
   // gaps that a 3x faster GPU exposes); on Ampere and older they match it (MosaicML's A100 rows). Prior 0.8
   // (assumed), fitted on the H100 rows of the PyTorch-native sweep.
   double eager_hopper_eff = 0.8;
-  // Host time of one eager PyTorch op on a parameter slice (dispatch + launch of a small copy_): a ZeRO-1 optimizer
-  // written in Python over per-parameter tensors (nanotron's ZeroDistributedOptimizer) pays one per data-parallel
-  // rank and parameter tensor after every step (step_terms.cpp). Prior 10 us (assumed: the fused-kernel figure above).
-  double zero1_tensor_op_us = 10;
   // Latency of one ring step of an all-gather / reduce-scatter inside a node (NCCL LL protocol over NVLink);
   // steps between nodes pay alpha_net_us (NCCL src/graph/tuning.cc: intra and inter steps of a ring).
   double alpha_ring_intra_us = 1.0;
