@@ -54,7 +54,7 @@ std::vector<const Row*> newest_recipes(const std::vector<Row>& rows) {
 std::string short_layout(const Layout& l) {
   std::string s = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " dp" + std::to_string(l.dp);
   if (l.cp > 1) s += " cp" + std::to_string(l.cp);
-  if (l.ep > 1) s += " ep" + std::to_string(l.ep);
+  if (l.ep > 1) s += " ep" + std::to_string(l.ep) + " " + advisor::to_string(l.dispatcher);
   if (l.virtual_stages > 1) s += " v" + std::to_string(l.virtual_stages);
   if (l.first_stage_layers > 0) s += " split " + std::to_string(l.first_stage_layers) + "/" +
                                      std::to_string(l.last_stage_layers);

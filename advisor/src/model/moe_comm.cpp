@@ -8,7 +8,8 @@
 
 namespace paratune::advisor::terms {
 
-double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, int stride, double net_share) {
+double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, int stride, double net_share,
+                  double local_share) {
   if (k <= 1 || bytes <= 0) return 0;
   int q, islands;
   island_split(R, k, stride, &q, &islands);
@@ -19,24 +20,39 @@ double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, 
   const bool nvl = R.D > 1 && std::min<long>(span, R.island()) <= R.D;
   const double local_bw = (nvl ? R.gpu.nvlink_gbps * p.a2a_nvl_eff : R.pcie_gbps) * 1e9;
   const double net_bw = std::max(1e-3, R.node_net_gbps / R.G * p.a2a_net_eff) * 1e9;
-  const double local = bytes * (q - 1) / k / local_bw;
+  const double local = bytes * (q - 1) / k * local_share / local_bw;
   const double net = islands > 1 ? bytes * double(k - q) / k * net_share / net_bw : 0;
   const double alpha = (islands > 1 ? p.alpha_net_us : p.alpha_nvl_us) * 1e-6;
   return p.a2a_latency_us * 1e-6 + alpha + std::max(local, net);
 }
 
+double group_hit_probability(double experts, double k, double groups) {
+  if (groups <= 1) return 1.0;
+  const double per_group = experts / groups;
+  double miss = 1;
+  for (int i = 0; i < int(k); ++i) miss *= std::max(0.0, (experts - per_group - i) / (experts - i));
+  return 1 - miss;
+}
+
 namespace {
 
-// DeepEP / HybridEP send a token once per destination island and forward it over NVLink there. With top-k experts
-// spread uniformly over I islands, a token reaches I (1 - (1 - 1/I)^k) of them, the remote ones among them
-// (I-1)/I of that, where the NCCL all-to-all sends k (I-1)/I copies across.
-double dedup_share(const Resolved& R, const Layout& l) {
+// DeepEP / HybridEP send a token once per destination: once per island across the network (forwarded over NVLink
+// there) and once per rank inside the island, with the combine reducing per rank before it sends back (DeepEP
+// tests/test_intranode.py: rank_idx = topk_idx // experts_per_rank, made unique per token; the README's NVLink
+// GB/s are these deduplicated received bytes). The NCCL all-to-all sends one copy per (token, expert): k (I-1)/I
+// copies across islands, k (q-1)/ep to the other ranks of its own. The shares scale those copies down.
+struct Dedup {
+  double net = 1, local = 1;
+};
+Dedup dedup_shares(const Resolved& R, const Layout& l) {
   int q, islands;
   island_split(R, l.ep, l.etp, &q, &islands);
-  if (islands <= 1 || R.moe.k <= 1) return 1.0;
-  const double I = islands, k = R.moe.k;
-  const double distinct_remote = (I - 1) * (1 - std::pow(1 - 1 / I, k));
-  return std::min(1.0, distinct_remote / (k * (I - 1) / I));
+  Dedup d;
+  if (R.moe.k <= 1) return d;
+  const double E = R.moe.E, k = R.moe.k, I = islands;
+  if (islands > 1) d.net = std::min(1.0, (I - 1) * group_hit_probability(E, k, I) / (k * (I - 1) / I));
+  if (q > 1) d.local = std::min(1.0, group_hit_probability(E, k, l.ep) * l.ep / k);
+  return d;
 }
 
 // The four transfers of one MoE layer and micro-batch: dispatch and combine forward, and their transposes backward
@@ -66,12 +82,16 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
   const double dispatch_bytes = fp8_dispatch ? send * (1 + 4.0 / 128) / 2 : send;
   if (l.ep > 1) {
     if (l.dispatcher == Dispatcher::Flex) {
-      const double share = dedup_share(R, l);
-      a.dispatch_f = alltoall_s(R, p, dispatch_bytes, l.ep, l.etp, share);
-      a.combine_f = a.dispatch_b = a.combine_b = alltoall_s(R, p, send, l.ep, l.etp, share);
+      const Dedup share = dedup_shares(R, l);
+      a.dispatch_f = alltoall_s(R, p, dispatch_bytes, l.ep, l.etp, share.net, share.local);
+      a.combine_f = a.dispatch_b = a.combine_b = alltoall_s(R, p, send, l.ep, l.etp, share.net, share.local);
     } else {
-      a.dispatch_f = a.combine_f = a.dispatch_b = a.combine_b =
-          collective_s(R, p, Coll::AllToAll, send, l.ep, l.etp) / p.nccl_a2a_eff;
+      // NCCL's all-to-all across the NICs runs at their line rate as DeepEP's does (nccl_alltoall.csv: 0.84-0.97
+      // of it from 2 to 48 nodes; alltoall_bw.csv's DeepEP / HybridEP median 0.91), so only its NVLink share pays
+      // nccl_a2a_eff.
+      ModelParams nccl = p;
+      nccl.a2a_nvl_eff = p.a2a_nvl_eff * p.nccl_a2a_eff;
+      a.dispatch_f = a.combine_f = a.dispatch_b = a.combine_b = collective_s(R, nccl, Coll::AllToAll, send, l.ep, l.etp);
     }
   }
   // Expert TP > 1: the received rows are gathered in the expert-TP group, the outputs reduce-scattered back.
