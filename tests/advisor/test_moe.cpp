@@ -157,6 +157,26 @@ TEST(MoeAllToAll, FlexSendsOneCopyPerDestinationRank) {
   EXPECT_LT(ep_comm(8, Dispatcher::Flex), ep_comm(8, Dispatcher::AllToAll));
 }
 
+// The allgather dispatcher sends each rank's tokens to every other rank once (Megatron-Core MoEAllGatherTokenDispatcher:
+// all-gather over the EP group, reduce-scatter back): k - 1 blocks of T rows a rank, where the alltoall dispatcher
+// sends T x top-k x (k - 1) / k. NCCL moves both over the same NVLink, so at the same rate: inside one DGX B200 at
+// EP8 and top-8 the two move 7 T rows each and cost the same; at EP2 the all-gather moves T rows against 4 T.
+TEST(MoeAllToAll, AllGatherDispatcherMovesTokensAtNcclsRate) {
+  auto ep_comm = [](int ep, Dispatcher d) {
+    Scenario s = cluster("qwen3-30b-a3b", "b200-sxm-180gb", 1, 8, 8, 400, 64);
+    s.training.precision = Precision::Bf16;
+    s.training.moe_a2a_overlap = false;
+    Layout l = moe_layout(1, 1, 8, ep, d);
+    l.recompute = Recompute::None;
+    l.micro_batch = 8;
+    return Evaluator(s, Framework::Megatron).evaluate(l).br.ep_comm;
+  };
+  EXPECT_NEAR(ep_comm(8, Dispatcher::AllGather) / ep_comm(8, Dispatcher::AllToAll), 1.0, 1e-9);
+  const double ep2 = ep_comm(2, Dispatcher::AllToAll) / ep_comm(2, Dispatcher::AllGather);
+  EXPECT_GT(ep2, 3.0);  // control: 4x the rows, less the fixed latency both pay
+  EXPECT_LT(ep2, 4.0 + 1e-9);
+}
+
 // Across the NICs NCCL's all-to-all reaches their rate as DeepEP does (nccl_alltoall.csv: 0.84-0.97 of the line
 // rate from 2 to 48 nodes; alltoall_bw.csv: DeepEP / HybridEP 0.71-1.0): with top-1 (no copies to save) EP16 over
 // two DGX H100 is NIC-bound and the two dispatchers cost the same; inside one node NCCL's NVLink share is

@@ -55,6 +55,15 @@ Dedup dedup_shares(const Resolved& R, const Layout& l) {
   return d;
 }
 
+// NCCL's token traffic inside an MoE layer: its NVLink share at nccl_a2a_eff of the DeepEP-class rate; across the
+// NICs NCCL's all-to-all reaches their rate as DeepEP's does (nccl_alltoall.csv: 0.84-0.97 of it from 2 to 48
+// nodes; alltoall_bw.csv's DeepEP / HybridEP median 0.91), so the network share does not pay it.
+ModelParams nccl_rates(const ModelParams& p) {
+  ModelParams nccl = p;
+  nccl.a2a_nvl_eff = p.a2a_nvl_eff * p.nccl_a2a_eff;
+  return nccl;
+}
+
 // The four transfers of one MoE layer and micro-batch: dispatch and combine forward, and their transposes backward
 // (the combine's gradient travels as a dispatch, the dispatch's as a combine), each with its expert-TP gather.
 struct A2aPhases {
@@ -67,11 +76,15 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
   const double t_in = moe_tokens_in(R, l);
   A2aPhases a;
   if (l.dispatcher == Dispatcher::AllGather) {
-    // Every token to every rank of the EP x ETP group, then a reduce-scatter of the expert outputs.
+    // Every token to every rank of the EP x ETP group, then a reduce-scatter of the expert outputs: a rank's t_in
+    // rows go to each of the k - 1 others, an all-to-all of identical blocks, one copy per destination rank however
+    // many of its experts a token picks. NCCL moves them over the same NVLink, in the same layer, as the alltoall
+    // dispatcher's rows, so at the same rate (nccl-tests put NCCL's all-gather and all-to-all within 10 % of each
+    // other on NVLink, nccl_busbw.csv and nccl_alltoall.csv); the dense rings' rate would make these token rows
+    // twice as cheap as the alltoall dispatcher's.
     const int k = l.ep * l.etp;
-    const double full = k * t_in * row_bytes;
-    a.dispatch_f = a.combine_b = collective_s(R, p, Coll::AllGather, full, k, 1);
-    a.combine_f = a.dispatch_b = collective_s(R, p, Coll::ReduceScatter, full, k, 1);
+    const double each = alltoall_s(R, nccl_rates(p), k * t_in * row_bytes, k, 1);
+    a.dispatch_f = a.combine_b = a.combine_f = a.dispatch_b = each;
     return a;
   }
   const double send = t_in * R.moe.k * row_bytes;
@@ -86,12 +99,8 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
       a.dispatch_f = alltoall_s(R, p, dispatch_bytes, l.ep, l.etp, share.net, share.local);
       a.combine_f = a.dispatch_b = a.combine_b = alltoall_s(R, p, send, l.ep, l.etp, share.net, share.local);
     } else {
-      // NCCL's all-to-all across the NICs runs at their line rate as DeepEP's does (nccl_alltoall.csv: 0.84-0.97
-      // of it from 2 to 48 nodes; alltoall_bw.csv's DeepEP / HybridEP median 0.91), so only its NVLink share pays
-      // nccl_a2a_eff.
-      ModelParams nccl = p;
-      nccl.a2a_nvl_eff = p.a2a_nvl_eff * p.nccl_a2a_eff;
-      a.dispatch_f = a.combine_f = a.dispatch_b = a.combine_b = collective_s(R, nccl, Coll::AllToAll, send, l.ep, l.etp);
+      a.dispatch_f = a.combine_f = a.dispatch_b = a.combine_b =
+          collective_s(R, nccl_rates(p), Coll::AllToAll, send, l.ep, l.etp);
     }
   }
   // Expert TP > 1: the received rows are gathered in the expert-TP group, the outputs reduce-scattered back.
