@@ -113,6 +113,7 @@ advisor::Prediction recipe_prediction(const Row& r, const advisor::ModelParams& 
 struct Check {
   const Row* row = nullptr;
   std::string own_time;  // MoE recipes: the recipe's measured time against its out-of-sample predictions
+  bool own_optimistic = false;  // ... and both of them predict the recipe faster than measured
   double mem_gib = 0, capacity_gib = 0;  // the recipe layout's memory and the GPU's
   Layout recipe, advised;
   bool recipe_fits = true, advised_ok = true;
@@ -167,6 +168,9 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
   for (const Row* r : newest_recipes(moe.rows)) {
     checks.push_back(check_recipe(*r, moe.shipped));
     checks.back().own_time = own_time(*r, moe);
+    const auto so = moe.loso_s.find(r->id), mo = moe.lomo_s.find(r->id);
+    checks.back().own_optimistic = so != moe.loso_s.end() && mo != moe.lomo_s.end() &&
+                                   throughput_error(*r, so->second) > 0 && throughput_error(*r, mo->second) > 0;
   }
   md << "\n## Recipe check: advise against NVIDIA's tuned recipes\n\n"
      << "The Megatron-Bridge rows are layouts NVIDIA tuned by measurement. For the newest release of each (model, "
@@ -183,7 +187,7 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
      << "| model | system | GPUs | precision | recipe layout | own time | fits | rank | advised | advised/recipe | "
         "claimed win from |\n"
      << "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  int flagged = 0, unfit = 0, scored = 0;
+  int flagged = 0, unfit = 0, scored = 0, moe_flagged = 0, moe_flagged_optimistic = 0;
   std::vector<double> ratios;
   for (const auto& c : checks) {
     const Row& r = *c.row;
@@ -198,6 +202,7 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
          << short_layout(c.advised) << " | " << formatted(c.ratio, "%.3f") << " | " << c.terms << " |\n";
       ratios.push_back(c.ratio);
       flagged += c.ratio > kRedFlag;
+      if (!c.own_time.empty() && c.ratio > kRedFlag) moe_flagged++, moe_flagged_optimistic += c.own_optimistic;
     }
     unfit += !c.recipe_fits;
     ++scored;
@@ -206,7 +211,10 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
   const double median = ratios.empty() ? 0 : ratios[ratios.size() / 2];
   md << "\n" << scored << " recipes: median advised/recipe " << formatted(median, "%.3f") << "; " << flagged
      << " claim a win above " << formatted(100 * (kRedFlag - 1), "%.0f") << " %; " << unfit
-     << " recipe layouts the memory model rejects (the fits column gives a rejected layout's memory and the GPU's).\n";
+     << " recipe layouts the memory model rejects (the fits column gives a rejected layout's memory and the GPU's). Of "
+     << moe_flagged << " MoE claims, " << moe_flagged_optimistic
+     << " are over recipes whose own time the model already predicts too fast out of sample (both own-time figures "
+        "positive): those rest on the advised plan's price, not on over-pricing the recipe.\n";
 }
 
 }  // namespace paratune::accuracy
