@@ -146,6 +146,7 @@ void write_moe(std::ostream& md, MoeInputs& in) {
   const Key by_model = [](const Row& r) { return calib::moe_model_of(r); };
   const std::vector<double> loso = held_out_moe(rows, start, by_source);
   const std::vector<double> lomo = held_out_moe(rows, start, by_model);
+  for (size_t i = 0; i < rows.size(); ++i) in.loso_s[rows[i].id] = loso[i], in.lomo_s[rows[i].id] = lomo[i];
   double loss = 0;
   const ModelParams fitted = calib::moe_fit_where(rows, start, [](const Row&) { return true; }, &loss);
   std::vector<double> in_sample, prior;

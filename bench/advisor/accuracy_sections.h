@@ -53,12 +53,15 @@ struct MoeInputs {
   std::vector<std::string> csvs;
   std::map<std::string, int> skipped;
   std::string summary;
+  // Filled by write_moe: each row's time predicted without its source and without its model (row id -> seconds).
+  std::map<std::string, double> loso_s, lomo_s;
 };
 void write_moe(std::ostream& md, MoeInputs& in);
 
 // The recipe check (accuracy_recipes.cpp): advise against the newest Megatron-Bridge recipes, dense and MoE.
-void write_recipes(std::ostream& md, const std::vector<Row>& dense, const std::vector<Row>& moe,
-                   const ModelParams& dense_params, const ModelParams& moe_params);
+// For the MoE recipes also the recipe's own measured time against its out-of-sample predictions (moe.loso_s, lomo_s).
+void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInputs& moe,
+                   const ModelParams& dense_params);
 
 // One CSV line per row with the in-sample prediction's breakdown (analysis aid; false when the file cannot be written).
 bool write_rows_csv(const std::string& path, const Report& rep, const HeldOut& held);

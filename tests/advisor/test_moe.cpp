@@ -131,6 +131,73 @@ TEST(MoeTerms, FlexDispatcherBeatsAllToAllAcrossNodes) {
   EXPECT_LT(a2a8.br.ep_comm, a2a.br.ep_comm);
 }
 
+// DeepEP / HybridEP send a token once to each destination rank and combine per rank (DeepEP tests/test_intranode.py:
+// rank_idx = topk_idx // experts_per_rank, made unique per token; the README's NVLink GB/s count those received
+// rows); Megatron's alltoall dispatcher sends one row per (token, expert) (token_dispatcher.py: num_out_tokens =
+// routing_map.sum()). Qwen3-30B-A3B (128 experts) on one DGX B200, EP8: a token's top-k of the 128 reaches a given
+// rank (16 experts) with probability 1 - C(112, k) / C(128, k): 1/8 (k 1), 0.41781 (k 4), 0.66742 (k 8). The time
+// added from top-4 to top-8 over that from top-1 to top-4 (the fixed latencies cancel) is the ratio of the rows
+// sent, (0.66742 - 0.41781) / (0.41781 - 0.125) = 0.8525 for flex; for the alltoall dispatcher (8 - 4) / (4 - 1).
+TEST(MoeAllToAll, FlexSendsOneCopyPerDestinationRank) {
+  auto ep_comm = [](int top_k, Dispatcher d) {
+    Scenario s = cluster("qwen3-30b-a3b", "b200-sxm-180gb", 1, 8, 8, 400, 64);
+    s.model.moe_top_k = top_k;
+    s.training.precision = Precision::Bf16;  // flex would dispatch FP8 rows in an FP8 run
+    s.training.moe_a2a_overlap = false;
+    Layout l = moe_layout(1, 1, 8, 8, d);
+    l.recompute = Recompute::None;
+    l.micro_batch = 4;
+    return Evaluator(s, Framework::Megatron).evaluate(l).br.ep_comm;
+  };
+  const auto steps = [&](Dispatcher d) {
+    return (ep_comm(8, d) - ep_comm(4, d)) / (ep_comm(4, d) - ep_comm(1, d));
+  };
+  EXPECT_NEAR(steps(Dispatcher::Flex), 0.8525, 0.004);
+  EXPECT_NEAR(steps(Dispatcher::AllToAll), 4.0 / 3, 0.004);  // control: NCCL moves every copy
+  EXPECT_LT(ep_comm(8, Dispatcher::Flex), ep_comm(8, Dispatcher::AllToAll));
+}
+
+// The allgather dispatcher sends each rank's tokens to every other rank once (Megatron-Core MoEAllGatherTokenDispatcher:
+// all-gather over the EP group, reduce-scatter back): k - 1 blocks of T rows a rank, where the alltoall dispatcher
+// sends T x top-k x (k - 1) / k. NCCL moves both over the same NVLink, so at the same rate: inside one DGX B200 at
+// EP8 and top-8 the two move 7 T rows each and cost the same; at EP2 the all-gather moves T rows against 4 T.
+TEST(MoeAllToAll, AllGatherDispatcherMovesTokensAtNcclsRate) {
+  auto ep_comm = [](int ep, Dispatcher d) {
+    Scenario s = cluster("qwen3-30b-a3b", "b200-sxm-180gb", 1, 8, 8, 400, 64);
+    s.training.precision = Precision::Bf16;
+    s.training.moe_a2a_overlap = false;
+    Layout l = moe_layout(1, 1, 8, ep, d);
+    l.recompute = Recompute::None;
+    l.micro_batch = 8;
+    return Evaluator(s, Framework::Megatron).evaluate(l).br.ep_comm;
+  };
+  EXPECT_NEAR(ep_comm(8, Dispatcher::AllGather) / ep_comm(8, Dispatcher::AllToAll), 1.0, 1e-9);
+  const double ep2 = ep_comm(2, Dispatcher::AllToAll) / ep_comm(2, Dispatcher::AllGather);
+  EXPECT_GT(ep2, 3.0);  // control: 4x the rows, less the fixed latency both pay
+  EXPECT_LT(ep2, 4.0 + 1e-9);
+}
+
+// Across the NICs NCCL's all-to-all reaches their rate as DeepEP does (nccl_alltoall.csv: 0.84-0.97 of the line
+// rate from 2 to 48 nodes; alltoall_bw.csv: DeepEP / HybridEP 0.71-1.0): with top-1 (no copies to save) EP16 over
+// two DGX H100 is NIC-bound and the two dispatchers cost the same; inside one node NCCL's NVLink share is
+// nccl_a2a_eff slower (control).
+TEST(MoeAllToAll, NcclAllToAllIsNicBoundAcrossNodes) {
+  auto ep_comm = [](int nodes, int ep, Dispatcher d) {
+    Scenario s = cluster("qwen3-30b-a3b", "h100-sxm5-80gb", nodes, 8, 8, 400, 64 * nodes);
+    s.model.moe_top_k = 1;
+    s.training.precision = Precision::Bf16;
+    s.training.moe_a2a_overlap = false;
+    Layout l = moe_layout(1, 1, 8 * nodes, ep, d);
+    l.recompute = Recompute::None;
+    l.micro_batch = 8;
+    return Evaluator(s, Framework::Megatron).evaluate(l).br.ep_comm;
+  };
+  EXPECT_NEAR(ep_comm(2, 16, Dispatcher::AllToAll) / ep_comm(2, 16, Dispatcher::Flex), 1.0, 1e-6);
+  const double in_node = ep_comm(1, 8, Dispatcher::AllToAll) / ep_comm(1, 8, Dispatcher::Flex);
+  EXPECT_GT(in_node, 1.2);
+  EXPECT_LT(in_node, 1 / shipped_params().nccl_a2a_eff + 1e-9);
+}
+
 // Megatron's 1F1B all-to-all overlap pairs a forward layer with an earlier micro-batch's backward layer: it can hide
 // transfers, never add to them, and the unpaired passes (the first forward and the last backward without a pipeline:
 // one of the m micro-batches) expose all of theirs. What is exposed is a critical path, so it moves no faster than

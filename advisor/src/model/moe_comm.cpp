@@ -8,7 +8,8 @@
 
 namespace paratune::advisor::terms {
 
-double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, int stride, double net_share) {
+double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, int stride, double net_share,
+                  double local_share) {
   if (k <= 1 || bytes <= 0) return 0;
   int q, islands;
   island_split(R, k, stride, &q, &islands);
@@ -19,24 +20,48 @@ double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, 
   const bool nvl = R.D > 1 && std::min<long>(span, R.island()) <= R.D;
   const double local_bw = (nvl ? R.gpu.nvlink_gbps * p.a2a_nvl_eff : R.pcie_gbps) * 1e9;
   const double net_bw = std::max(1e-3, R.node_net_gbps / R.G * p.a2a_net_eff) * 1e9;
-  const double local = bytes * (q - 1) / k / local_bw;
+  const double local = bytes * (q - 1) / k * local_share / local_bw;
   const double net = islands > 1 ? bytes * double(k - q) / k * net_share / net_bw : 0;
   const double alpha = (islands > 1 ? p.alpha_net_us : p.alpha_nvl_us) * 1e-6;
   return p.a2a_latency_us * 1e-6 + alpha + std::max(local, net);
 }
 
+double group_hit_probability(double experts, double k, double groups) {
+  if (groups <= 1) return 1.0;
+  const double per_group = experts / groups;
+  double miss = 1;
+  for (int i = 0; i < int(k); ++i) miss *= std::max(0.0, (experts - per_group - i) / (experts - i));
+  return 1 - miss;
+}
+
 namespace {
 
-// DeepEP / HybridEP send a token once per destination island and forward it over NVLink there. With top-k experts
-// spread uniformly over I islands, a token reaches I (1 - (1 - 1/I)^k) of them, the remote ones among them
-// (I-1)/I of that, where the NCCL all-to-all sends k (I-1)/I copies across.
-double dedup_share(const Resolved& R, const Layout& l) {
+// DeepEP / HybridEP send a token once per destination: once per island across the network (forwarded over NVLink
+// there) and once per rank inside the island, with the combine reducing per rank before it sends back (DeepEP
+// tests/test_intranode.py: rank_idx = topk_idx // experts_per_rank, made unique per token; the README's NVLink
+// GB/s are these deduplicated received bytes). The NCCL all-to-all sends one copy per (token, expert): k (I-1)/I
+// copies across islands, k (q-1)/ep to the other ranks of its own. The shares scale those copies down.
+struct Dedup {
+  double net = 1, local = 1;
+};
+Dedup dedup_shares(const Resolved& R, const Layout& l) {
   int q, islands;
   island_split(R, l.ep, l.etp, &q, &islands);
-  if (islands <= 1 || R.moe.k <= 1) return 1.0;
-  const double I = islands, k = R.moe.k;
-  const double distinct_remote = (I - 1) * (1 - std::pow(1 - 1 / I, k));
-  return std::min(1.0, distinct_remote / (k * (I - 1) / I));
+  Dedup d;
+  if (R.moe.k <= 1) return d;
+  const double E = R.moe.E, k = R.moe.k, I = islands;
+  if (islands > 1) d.net = std::min(1.0, (I - 1) * group_hit_probability(E, k, I) / (k * (I - 1) / I));
+  if (q > 1) d.local = std::min(1.0, group_hit_probability(E, k, l.ep) * l.ep / k);
+  return d;
+}
+
+// NCCL's token traffic inside an MoE layer: its NVLink share at nccl_a2a_eff of the DeepEP-class rate; across the
+// NICs NCCL's all-to-all reaches their rate as DeepEP's does (nccl_alltoall.csv: 0.84-0.97 of it from 2 to 48
+// nodes; alltoall_bw.csv's DeepEP / HybridEP median 0.91), so the network share does not pay it.
+ModelParams nccl_rates(const ModelParams& p) {
+  ModelParams nccl = p;
+  nccl.a2a_nvl_eff = p.a2a_nvl_eff * p.nccl_a2a_eff;
+  return nccl;
 }
 
 // The four transfers of one MoE layer and micro-batch: dispatch and combine forward, and their transposes backward
@@ -51,11 +76,15 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
   const double t_in = moe_tokens_in(R, l);
   A2aPhases a;
   if (l.dispatcher == Dispatcher::AllGather) {
-    // Every token to every rank of the EP x ETP group, then a reduce-scatter of the expert outputs.
+    // Every token to every rank of the EP x ETP group, then a reduce-scatter of the expert outputs: a rank's t_in
+    // rows go to each of the k - 1 others, an all-to-all of identical blocks, one copy per destination rank however
+    // many of its experts a token picks. NCCL moves them over the same NVLink, in the same layer, as the alltoall
+    // dispatcher's rows, so at the same rate (nccl-tests put NCCL's all-gather and all-to-all within 10 % of each
+    // other on NVLink, nccl_busbw.csv and nccl_alltoall.csv); the dense rings' rate would make these token rows
+    // twice as cheap as the alltoall dispatcher's.
     const int k = l.ep * l.etp;
-    const double full = k * t_in * row_bytes;
-    a.dispatch_f = a.combine_b = collective_s(R, p, Coll::AllGather, full, k, 1);
-    a.combine_f = a.dispatch_b = collective_s(R, p, Coll::ReduceScatter, full, k, 1);
+    const double each = alltoall_s(R, nccl_rates(p), k * t_in * row_bytes, k, 1);
+    a.dispatch_f = a.combine_b = a.combine_f = a.dispatch_b = each;
     return a;
   }
   const double send = t_in * R.moe.k * row_bytes;
@@ -67,12 +96,12 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
   const double dispatch_bytes = fp8_dispatch ? send * (1 + 4.0 / 128) / 2 : send;
   if (l.ep > 1) {
     if (l.dispatcher == Dispatcher::Flex) {
-      const double share = dedup_share(R, l);
-      a.dispatch_f = alltoall_s(R, p, dispatch_bytes, l.ep, l.etp, share);
-      a.combine_f = a.dispatch_b = a.combine_b = alltoall_s(R, p, send, l.ep, l.etp, share);
+      const Dedup share = dedup_shares(R, l);
+      a.dispatch_f = alltoall_s(R, p, dispatch_bytes, l.ep, l.etp, share.net, share.local);
+      a.combine_f = a.dispatch_b = a.combine_b = alltoall_s(R, p, send, l.ep, l.etp, share.net, share.local);
     } else {
       a.dispatch_f = a.combine_f = a.dispatch_b = a.combine_b =
-          collective_s(R, p, Coll::AllToAll, send, l.ep, l.etp) / p.nccl_a2a_eff;
+          collective_s(R, nccl_rates(p), Coll::AllToAll, send, l.ep, l.etp);
     }
   }
   // Expert TP > 1: the received rows are gathered in the expert-TP group, the outputs reduce-scattered back.

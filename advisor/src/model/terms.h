@@ -159,8 +159,13 @@ double moe_tp_comm_share(const Resolved& R, const Layout& l);
 // All-to-all of `bytes` per rank over k ranks `stride` apart (Coll::AllToAll): the NVLink share and the network
 // share of the traffic, each at its achieved bandwidth (the island's NICs shared by its GPUs), the slower decides.
 // `net_share` scales the bytes that cross the network (DeepEP / HybridEP send one copy per destination island and
-// forward it over NVLink there: less than 1 for top-k > 1).
-double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, int stride, double net_share = 1.0);
+// forward it over NVLink there: less than 1 for top-k > 1), `local_share` those that stay on the island (they send
+// one copy per destination rank).
+double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, int stride, double net_share = 1.0,
+                  double local_share = 1.0);
+// The probability that a token's top-k (k distinct experts of E, chosen uniformly) reaches a given one of `groups`
+// equal groups of experts (a rank's, an island's): 1 - C(E - E/groups, k) / C(E, k).
+double group_hit_probability(double experts, double k, double groups);
 // Dispatch + combine of one MoE layer and micro-batch, forward and backward, averaged over the layer mix.
 struct MoeComm {
   double raw = 0;        // seconds on the wire, balanced routing

@@ -82,9 +82,10 @@ struct ModelParams {
                                      // (DeepEP V1 intranode H800 153 of ~200 GB/s; DeepEP V2 B200 726 of 900)
   double a2a_net_eff = 0.85;         // all-to-all across NICs / fraction of the NIC line rate (DeepEP V1 internode
                                      // 43-58 GB/s, HybridEP H100 36-45 GB/s, of 50 GB/s per 400G NIC)
-  double nccl_a2a_eff = 0.75;        // NCCL's all-to-all (alltoall dispatcher) against the DeepEP-class kernels at the
-                                     // same bytes (prior; a secondary note of Megatron-Core's Table 7 says ~0.5 with
-                                     // permutation included)
+  double nccl_a2a_eff = 0.75;        // NCCL's all-to-all (alltoall dispatcher) over NVLink against the DeepEP-class
+                                     // kernels at the same bytes (prior; a secondary note of Megatron-Core's Table 7
+                                     // says ~0.5 with permutation included). Across the NICs both reach the NICs'
+                                     // rate (nccl_alltoall.csv), so the network share does not pay it
   double a2a_latency_us = 30;        // fixed cost of one dispatch or combine (notify + launch; DeepEP normal kernels)
   double moe_route_imbalance = 1.10; // busiest EP rank's tokens / the mean with real (learned) routing; force-balanced
                                      // benchmark routing is 1 (plus the statistical spread, computed)
