@@ -14,7 +14,7 @@ import re
 import sys
 from collections import defaultdict
 
-# The job environment variables paratune reads (plugin/job/allocation.cpp, slurm_nodes.h) and a few neighbours.
+# The job environment variables paratune reads (planner/src/allocation.cpp, plugin/slurm_nodes.h) and a few neighbours.
 WATCHED = ["SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE",
            "CUDA_VISIBLE_DEVICES", "SLURM_GPUS", "SLURM_JOB_PARTITION", "SLURM_SUBMIT_DIR", "SLURM_JOB_NODELIST",
            "SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_ID", "SLURM_JOB_USER", "SLURM_JOB_UID",
