@@ -12,28 +12,25 @@ bool parse_bool(const std::string& key, const std::string& v) {
   throw ConfigError("plugstack argument '" + key + "=" + v + "': expected yes|no|true|false|1|0");
 }
 
-int timeout_ms(const std::string& arg, const std::string& key, const std::string& value) {
-  int v = 0;
+// The whole value as a decimal integer, else -1 (then out of every range below).
+int whole_int(const std::string& value) {
   try {
     size_t used = 0;
-    v = std::stoi(value, &used);
-    if (used != value.size()) v = -1;
+    const int v = std::stoi(value, &used);
+    return used == value.size() ? v : -1;
   } catch (const std::exception&) {
-    v = -1;
+    return -1;
   }
+}
+
+int timeout_ms(const std::string& arg, const std::string& key, const std::string& value) {
+  const int v = whole_int(value);
   if (v < 100 || v > 600000) throw ConfigError("plugstack argument '" + arg + "': " + key + " must be 100 ... 600000");
   return v;
 }
 
 int days(const std::string& arg, const std::string& value) {
-  int v = -1;
-  try {
-    size_t used = 0;
-    v = std::stoi(value, &used);
-    if (used != value.size()) v = -1;
-  } catch (const std::exception&) {
-    v = -1;
-  }
+  const int v = whole_int(value);
   if (v < 1 || v > 3650) throw ConfigError("plugstack argument '" + arg + "': jobs_days must be 1 ... 3650");
   return v;
 }
