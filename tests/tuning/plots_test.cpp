@@ -2,6 +2,8 @@
 // non-zero term of the breakdown, text escaped.
 #include <gtest/gtest.h>
 
+#include "paratune/advisor/catalog.h"
+
 #include <cstdlib>
 
 #include "history.h"
@@ -54,6 +56,34 @@ TEST(Plots, BreakdownTermsSumToThePrediction) {
   }
   const size_t lab = g.find("predicted ") + 10;
   EXPECT_NEAR(sum, std::strtod(g.c_str() + lab, nullptr), 0.02 * sum);
+}
+
+TEST(Plots, AnMoeJobsBreakdownHasItsAllToAll) {
+  // Every term of the model's breakdown is drawn: a mixture-of-experts job's expert all-to-all too (the panel once
+  // listed the dense terms only, so an MoE job's bars fell short of its prediction).
+  LogEntry e;
+  e.job_id = "77";
+  e.time = 1735689600;
+  paratune::advisor::Scenario s;
+  s.model = paratune::advisor::model_preset("mixtral-8x7b");
+  s.training.framework = paratune::advisor::Framework::Megatron;
+  s.training.global_batch = 256;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 2;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  s.cluster.nic_count = 8;
+  s.cluster.nic_gbps = 400;
+  paratune::advisor::Layout l;
+  l.dp = 16;
+  l.ep = 8;
+  e.scenario = s;
+  e.layout = l;
+  PlotOptions o;
+  o.breakdown_job = &e;
+  const std::string g = breakdown_panel({&e}, o);
+  EXPECT_NE(g.find("ep_comm: "), std::string::npos) << g;
+  EXPECT_NE(g.find("compute: "), std::string::npos);  // control: a dense term is drawn as before
 }
 
 TEST(Plots, EmptyAndHostileInputStillWellFormed) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 
+#include "paratune/advisor/breakdown_terms.h"
 #include "paratune/advisor/model.h"
 #include "paratune/tuning/report.h"
 #include "paratune/tuning/svg.h"
@@ -221,10 +222,6 @@ std::string breakdown_panel(const std::vector<const LogEntry*>& entries, const P
     return s + "</g>\n";
   }
   const auto& b = r.br;
-  const std::pair<const char*, double> terms[] = {
-      {"compute", b.compute},     {"recompute", b.recompute}, {"tp_comm", b.tp_comm},
-      {"cp_comm", b.cp_comm},     {"pp_bubble", b.pp_bubble}, {"pp_comm", b.pp_comm},
-      {"dp_comm_exposed", b.dp_comm_exposed}, {"optimizer", b.optimizer}, {"other", b.other}};
   const double total = r.step_s;
   const double achieved = e->achieved_step_s.value_or(0);
   const double xmax = std::max(total, achieved) * 1.1;
@@ -243,7 +240,9 @@ std::string breakdown_panel(const std::vector<const LogEntry*>& entries, const P
   s += svg::text(kL + 4, y1 - 8, "predicted " + f3(total) + " s" + (o.calibration ? " (calibrated)" : ""), "font-size=\"12\"");
   double x = 0;
   int k = 0, legend = 0;
-  for (const auto& [name, v] : terms) {
+  for (const advisor::BreakdownTerm& term : advisor::kBreakdownTerms) {  // every term, the MoE and offload ones too
+    const char* name = term.name;
+    const double v = b.*term.field;
     const std::string color = kPalette[size_t(k) % kColours];
     if (v > 0 && std::isfinite(v)) {
       s += svg::rect(X(x), y1, X(x + v) - X(x), bh, color, "term", std::string(name) + ": " + f3(v) + " s");
