@@ -23,10 +23,6 @@ namespace paratune::advisor {
 
 namespace {
 
-int default_zero(Framework f) { return traits(f).default_zero; }
-
-Recompute default_recompute(Framework f) { return traits(f).default_recompute; }
-
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -34,10 +30,6 @@ std::string fmt(const char* f, double v) {
 }
 
 const char* kMemTerm[] = {"weights", "gradients", "optimizer states", "activations", "logits", "buffers"};
-
-bool supports_zero(Framework f, int z, int pp) { return runs_zero(f, z, pp); }
-
-bool supports_recompute(Framework f, Recompute r) { return runs_recompute(f, r); }
 
 bool hopper_plus(const Scenario& s) {
   if (!is_gpu_key(s.cluster.gpu)) return false;
@@ -86,8 +78,8 @@ Layout layout_from_scenario(const Scenario& s) {
   l.dp = p.dp.value_or(rest > 0 ? std::max(1, s.total_gpus() / rest) : 1);
   l.virtual_stages = p.virtual_stages.value_or(1);
   l.micro_batch = p.micro_batch.value_or(1);
-  l.zero_stage = p.zero_stage.value_or(default_zero(s.training.framework));
-  l.recompute = p.recompute.value_or(default_recompute(s.training.framework));
+  l.zero_stage = p.zero_stage.value_or(traits(s.training.framework).default_zero);
+  l.recompute = p.recompute.value_or(traits(s.training.framework).default_recompute);
   l.sequence_parallel = p.sequence_parallel.value_or(l.tp > 1);
   l.ep = p.ep.value_or(1);
   l.etp = p.etp.value_or(1);
@@ -156,10 +148,10 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
     return std::string(to_string(f)) + ": no tensor/pipeline/context parallelism here (use torchtitan)";
   if (!traits(f).context_parallel && l.cp > 1)
     return std::string(to_string(f)) + ": context parallelism is not supported";
-  if (!supports_zero(f, l.zero_stage, l.pp))
+  if (!runs_zero(f, l.zero_stage, l.pp))
     return std::string("zero_stage ") + std::to_string(l.zero_stage) + " is not available in " + to_string(f) +
            (l.pp > 1 ? " with pipeline parallelism" : "");
-  if (!supports_recompute(f, l.recompute)) return "fsdp: activation checkpointing is none or full";
+  if (!runs_recompute(f, l.recompute)) return std::string(to_string(f)) + ": activation checkpointing is none or full";
   if (l.shard_group > 0) {
     if (l.zero_stage < 2) return "shard_group (hybrid sharding) needs zero_stage >= 2";
     if ((l.dp * l.cp) % l.shard_group != 0) return "shard_group must divide dp*cp";
@@ -209,8 +201,7 @@ Prediction predict(const Scenario& s, const Layout& layout, const ModelParams& p
   if (!problem.empty()) throw std::invalid_argument("parallel: " + problem);
   Evaluator ev(s, s.training.framework, params);
   // torchtitan splits the stages itself: price its split, not an even one.
-  const bool own_split = layout.first_stage_layers > 0 || layout.last_stage_layers > 0;
-  return to_prediction(s, ev, ev.evaluate(own_split ? layout : with_torchtitan_split(s, s.training.framework, layout)));
+  return to_prediction(s, ev, ev.evaluate(with_torchtitan_split(s, s.training.framework, layout)));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -320,10 +311,8 @@ std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Spli
   const int L = s.model.layers;
   if (f == Framework::Torchtitan) {  // what torchtitan's own split builds with its default weights
     for (int v = 2; v * d.pp <= L; ++v) {
-      TorchtitanSplit split;
-      if (!torchtitan_default_split(L, d.pp, v, &split)) continue;
-      const std::vector<int> ranks = torchtitan_rank_layers(L, d.pp, v, split, nullptr);
-      if (*std::min_element(ranks.begin(), ranks.end()) >= v) vs.push_back(v);
+      const auto split = torchtitan_default_split(L, d.pp, v);
+      if (split && *std::min_element(split->rank_layers.begin(), split->rank_layers.end()) >= v) vs.push_back(v);
     }
     return vs;
   }
@@ -515,11 +504,11 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
     if (x.ep * x.etp > 1 && !allowed(limits.dispatchers, x.dispatcher)) continue;
     if (c.virtual_stages && *c.virtual_stages != v) continue;
     for (int z = 0; z <= 3; ++z) {
-      if (!supports_zero(f, z, d.pp) || (c.zero_stage && *c.zero_stage != z) || !allowed(limits.zero_stages, z))
+      if (!runs_zero(f, z, d.pp) || (c.zero_stage && *c.zero_stage != z) || !allowed(limits.zero_stages, z))
         continue;
       for (int sg : shard_groups(s, f, z, d)) {
         for (Recompute r : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-          if (!supports_recompute(f, r) || (c.recompute && *c.recompute != r) || !allowed(limits.recompute_modes, r))
+          if (!runs_recompute(f, r) || (c.recompute && *c.recompute != r) || !allowed(limits.recompute_modes, r))
             continue;
           if ((c.recompute_modules && r != Recompute::Selective) || (c.offload_layers.value_or(0) > 0 && r != Recompute::None))
             continue;
@@ -529,7 +518,7 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
           l.ep = x.ep; l.etp = x.etp; l.dispatcher = x.dispatcher;
           l.first_stage_layers = c.first_stage_layers.value_or(0);
           l.last_stage_layers = c.last_stage_layers.value_or(0);
-          if (!c.first_stage_layers && !c.last_stage_layers) l = with_torchtitan_split(s, f, l);
+          l = with_torchtitan_split(s, f, l);
           l.optimizer_moments = c.optimizer_moments.value_or(StateDtype::Fp32);
           l.main_params = c.main_params.value_or(StateDtype::Fp32);
           l.recompute_modules = r == Recompute::Selective ? c.recompute_modules.value_or(0) : 0;

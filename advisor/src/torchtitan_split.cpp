@@ -16,15 +16,12 @@ bool torchtitan_splits_stages(const Scenario& s, Framework f, const Layout& l) {
   return f == Framework::Torchtitan && l.pp > 1 && s.training.pipeline_split != PipelineSplit::Balanced;
 }
 
-Layout with_torchtitan_split(const Scenario& s, Framework f, Layout l, std::optional<TorchtitanSplit> split) {
-  if (!torchtitan_splits_stages(s, f, l)) return l;
-  TorchtitanSplit use;
-  if (split) use = *split;
-  else if (!torchtitan_default_split(s.model.layers, l.pp, std::max(1, l.virtual_stages), &use)) return l;
-  const std::vector<int> ranks = torchtitan_rank_layers(s.model.layers, l.pp, l.virtual_stages, use, nullptr);
-  if (ranks.empty() || ranks.front() < 1 || ranks.back() < 1) return l;
-  l.first_stage_layers = ranks.front();
-  l.last_stage_layers = ranks.back();
+Layout with_torchtitan_split(const Scenario& s, Framework f, Layout l) {
+  if (!torchtitan_splits_stages(s, f, l) || has_split(l)) return l;
+  const auto split = torchtitan_default_split(s.model.layers, l.pp, std::max(1, l.virtual_stages));
+  if (!split) return l;
+  l.first_stage_layers = split->rank_layers.front();
+  l.last_stage_layers = split->rank_layers.back();
   return l;
 }
 
@@ -48,13 +45,13 @@ std::string torchtitan_split_problem(const Scenario& s, const Layout& l) {
   if (l.pp < 2) return "";
   const int L = s.model.layers, v = std::max(1, l.virtual_stages);
   if (has_split(l)) {
-    if (torchtitan_split_for(L, l.pp, v, l.first_stage_layers, l.last_stage_layers, nullptr)) return "";
+    if (torchtitan_split_for(L, l.pp, v, l.first_stage_layers, l.last_stage_layers)) return "";
     return "torchtitan splits the stages itself (pipeline_parallel_first/last_stage_less_layers): no weights give " +
            std::to_string(l.first_stage_layers) + " layers on the first rank and " +
            std::to_string(l.last_stage_layers) + " on the last (pp " + std::to_string(l.pp) + ", " + std::to_string(v) +
            " stages a rank)";
   }
-  if (torchtitan_default_split(L, l.pp, v, nullptr)) return "";
+  if (torchtitan_default_split(L, l.pp, v)) return "";
   std::string why;
   torchtitan_rank_layers(L, l.pp, v, {}, &why);
   return "torchtitan cannot build " + std::to_string(l.pp * v) + " stages of " + std::to_string(L) +
@@ -63,12 +60,10 @@ std::string torchtitan_split_problem(const Scenario& s, const Layout& l) {
 
 TorchtitanSplit torchtitan_split_of(const Scenario& s, const Layout& l) {
   const int L = s.model.layers, v = std::max(1, l.virtual_stages);
-  TorchtitanSplit split;
-  if (!has_split(l) || !torchtitan_split_for(L, l.pp, v, l.first_stage_layers, l.last_stage_layers, &split))
-    torchtitan_default_split(L, l.pp, v, &split);
-  split.layers_per_stage = std::max(0, torchtitan_layers_per_stage(L, l.pp, v, split.first_less, split.last_less,
-                                                                   nullptr));
-  return split;
+  std::optional<TorchtitanCandidate> c;
+  if (has_split(l)) c = torchtitan_split_for(L, l.pp, v, l.first_stage_layers, l.last_stage_layers);
+  if (!c) c = torchtitan_default_split(L, l.pp, v);
+  return c ? c->split : TorchtitanSplit{};  // with the layers per stage those weights need
 }
 
 std::string torchtitan_split_note(const Scenario& s, const Layout& l) {

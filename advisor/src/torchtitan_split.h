@@ -16,10 +16,10 @@ namespace paratune::advisor {
 // (pipeline_split = balanced describes other stacks' runs).
 bool torchtitan_splits_stages(const Scenario& s, Framework f, const Layout& l);
 
-// The layout with the first and last ranks' layers of torchtitan's split under these weights (none given: its
-// defaults where they reach the layout's stage count, else the nearest weights that do); unchanged where torchtitan
-// does not split it or refuses the weights.
-Layout with_torchtitan_split(const Scenario& s, Framework f, Layout l, std::optional<TorchtitanSplit> split = {});
+// The layout with the first and last ranks' layers of torchtitan's own split (its default weights where they reach
+// the layout's stage count, else the nearest weights that do); unchanged where torchtitan does not split it, the
+// layout already carries a split, or no weights reach its stage count.
+Layout with_torchtitan_split(const Scenario& s, Framework f, Layout l);
 
 // The torchtitan split whose first and last ranks come nearest `first` and `last` (a cost balance), if it differs
 // from the layout's.

@@ -46,15 +46,16 @@ TEST(TorchtitanStages, LayersPerStageGivesTheStageCount) {
 }
 
 TEST(TorchtitanStages, FindsTheWeightsOfASplit) {
-  TorchtitanSplit split;
-  ASSERT_TRUE(torchtitan_split_for(32, 4, 1, 8, 7, &split));  // the defaults' own split
-  EXPECT_EQ(split.first_less, 1);
-  EXPECT_EQ(split.last_less, 1);
+  auto split = torchtitan_split_for(32, 4, 1, 8, 7);  // the defaults' own split
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->split.first_less, 1);
+  EXPECT_EQ(split->split.last_less, 1);
   // 8 on the last rank too: the output layer unweighted (1 and 0: 33 effective layers, 9 - 1, 8, 8, 8).
-  ASSERT_TRUE(torchtitan_split_for(32, 4, 1, 8, 8, &split));
-  EXPECT_EQ(split.first_less, 1);
-  EXPECT_EQ(split.last_less, 0);
-  EXPECT_FALSE(torchtitan_split_for(32, 4, 1, 12, 2, nullptr));  // a first rank of 12 is beyond any weight
+  split = torchtitan_split_for(32, 4, 1, 8, 8);
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->split.first_less, 1);
+  EXPECT_EQ(split->split.last_less, 0);
+  EXPECT_FALSE(torchtitan_split_for(32, 4, 1, 12, 2));  // a first rank of 12 is beyond any weight
 }
 
 namespace {
@@ -113,8 +114,7 @@ TEST(TorchtitanStages, AdviseNotesTheWeights) {
   EXPECT_TRUE(noted);
   // The plan's first and last ranks are torchtitan's (with its default weights, unless moving them is faster
   // beyond the tie-break): never the even split torchtitan does not build.
-  TorchtitanSplit split;
-  EXPECT_TRUE(torchtitan_split_for(32, 4, p.layout.virtual_stages, p.layout.first_stage_layers,
-                                   p.layout.last_stage_layers, &split));
+  EXPECT_TRUE(
+      torchtitan_split_for(32, 4, p.layout.virtual_stages, p.layout.first_stage_layers, p.layout.last_stage_layers));
   EXPECT_FALSE(ranks.empty());
 }

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../advisor/dgx_h100.h"
 #include "contract_json.h"
 #include "paratune/advisor/advisor.h"
-#include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_traits.h"
 #include "paratune/advisor/framework_versions.h"
 
@@ -170,16 +170,8 @@ TEST(FrameworkTraits, FrameworksWithoutExpertParallelismStillPlanMoeModels) {
   // DeepSpeed and FSDP replicate the experts (no expert parallelism, no dispatcher): a MoE model is planned with
   // ep 1 on them, as on Megatron (control) where expert parallelism is one of the choices.
   for (Framework f : {Framework::DeepSpeed, Framework::Fsdp, Framework::Megatron}) {
-    Scenario s;
-    s.model = model_preset("mixtral-8x7b");
+    Scenario s = test_scenarios::on_dgx_h100("mixtral-8x7b", 4, 256);
     s.training.framework = f;
-    s.training.global_batch = 256;
-    s.cluster.gpu = "h100-sxm5-80gb";
-    s.cluster.nodes = 4;
-    s.cluster.gpus_per_node = 8;
-    s.cluster.nvlink_domain = 8;
-    s.cluster.nic_count = 8;
-    s.cluster.nic_gbps = 400;
     const Plan p = advise(s);
     EXPECT_EQ(p.framework, f);
     if (f != Framework::Megatron) {

@@ -2,7 +2,7 @@
 // non-zero term of the breakdown, text escaped.
 #include <gtest/gtest.h>
 
-#include "paratune/advisor/catalog.h"
+#include "../advisor/dgx_h100.h"
 
 #include <cstdlib>
 
@@ -64,20 +64,10 @@ TEST(Plots, AnMoeJobsBreakdownHasItsAllToAll) {
   LogEntry e;
   e.job_id = "77";
   e.time = 1735689600;
-  paratune::advisor::Scenario s;
-  s.model = paratune::advisor::model_preset("mixtral-8x7b");
-  s.training.framework = paratune::advisor::Framework::Megatron;
-  s.training.global_batch = 256;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = 2;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nvlink_domain = 8;
-  s.cluster.nic_count = 8;
-  s.cluster.nic_gbps = 400;
   paratune::advisor::Layout l;
   l.dp = 16;
   l.ep = 8;
-  e.scenario = s;
+  e.scenario = paratune::advisor::test_scenarios::on_dgx_h100("mixtral-8x7b", 2, 256);
   e.layout = l;
   PlotOptions o;
   o.breakdown_job = &e;

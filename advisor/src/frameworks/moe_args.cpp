@@ -138,8 +138,9 @@ void torchtitan_moe_cli(const PlanView& v, std::vector<std::string>& flags, std:
   flags.push_back("--parallelism.expert_parallel_degree=" + std::to_string(v.l.ep));
   if (v.l.dispatcher == Dispatcher::Flex)  // main: the token dispatcher is model config, not a CLI option
     notes.push_back(std::string("torchtitan main: the flex dispatcher is the model's: model_registry(flavor, "
-                                "moe_comm_backend=\"") + (flex_backend(v.s, Framework::Torchtitan) ==
-                    Kernel::HybridEP ? "hybridep" : "deepep") + "\") in your config function");
+                                "moe_comm_backend=\"") +
+                    to_string(flex_backend(v.s, Framework::Torchtitan).value_or(Kernel::DeepEP)) +
+                    "\") in your config function");
 }
 
 }  // namespace paratune::advisor::frameworks

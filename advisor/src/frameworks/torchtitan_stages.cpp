@@ -101,30 +101,31 @@ std::vector<TorchtitanCandidate> torchtitan_splits(int layers, int pp, int v) {
   return seen.emplace(key, enumerate_splits(layers, pp, v)).first->second;
 }
 
-bool torchtitan_default_split(int layers, int pp, int v, TorchtitanSplit* out) {
-  int best = std::numeric_limits<int>::max();
+namespace {
+
+// Of the splits torchtitan accepts that `wanted` admits, the one whose weights are nearest its defaults of 1 (the
+// least surprising arguments).
+template <class Wanted>
+std::optional<TorchtitanCandidate> nearest_defaults(int layers, int pp, int v, Wanted wanted) {
+  std::optional<TorchtitanCandidate> best;
+  int best_distance = std::numeric_limits<int>::max();
   for (const TorchtitanCandidate& c : torchtitan_splits(layers, pp, v)) {
     const int distance = std::abs(c.split.first_less - 1) + std::abs(c.split.last_less - 1);
-    if (distance < best) {
-      best = distance;
-      if (out) *out = c.split;
-    }
+    if (wanted(c) && distance < best_distance) best_distance = distance, best = c;
   }
-  return best != std::numeric_limits<int>::max();
+  return best;
 }
 
-bool torchtitan_split_for(int layers, int pp, int v, int first, int last, TorchtitanSplit* out) {
-  int best = std::numeric_limits<int>::max();
-  for (const TorchtitanCandidate& c : torchtitan_splits(layers, pp, v)) {
-    if (c.rank_layers.front() != first || c.rank_layers.back() != last) continue;
-    // The default weights first, then the split nearest to them (the least surprising arguments).
-    const int distance = std::abs(c.split.first_less - 1) + std::abs(c.split.last_less - 1);
-    if (distance < best) {
-      best = distance;
-      if (out) *out = c.split;
-    }
-  }
-  return best != std::numeric_limits<int>::max();
+}  // namespace
+
+std::optional<TorchtitanCandidate> torchtitan_default_split(int layers, int pp, int v) {
+  return nearest_defaults(layers, pp, v, [](const TorchtitanCandidate&) { return true; });
+}
+
+std::optional<TorchtitanCandidate> torchtitan_split_for(int layers, int pp, int v, int first, int last) {
+  return nearest_defaults(layers, pp, v, [&](const TorchtitanCandidate& c) {
+    return c.rank_layers.front() == first && c.rank_layers.back() == last;
+  });
 }
 
 }  // namespace paratune::advisor

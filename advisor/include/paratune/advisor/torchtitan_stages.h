@@ -7,6 +7,7 @@
 // ceil((layers + weights) / pipeline_parallel_layers_per_stage). Stage i runs on rank i mod pp.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,11 @@ struct TorchtitanCandidate {
 std::vector<TorchtitanCandidate> torchtitan_splits(int layers, int pp, int v);
 
 // The weights a plan uses when nothing asks for others: torchtitan's defaults (1 and 1) where pp x v stages can be
-// reached with them, else the reachable weights nearest them; false when none reach pp x v stages.
-bool torchtitan_default_split(int layers, int pp, int v, TorchtitanSplit* out);
+// reached with them, else the reachable weights nearest them; none when no weights reach pp x v stages.
+std::optional<TorchtitanCandidate> torchtitan_default_split(int layers, int pp, int v);
 
 // The split whose ranks hold `first` layers on the first rank and `last` on the last (the middle ranks the rest),
-// the default weights preferred; false when torchtitan cannot produce it.
-bool torchtitan_split_for(int layers, int pp, int v, int first, int last, TorchtitanSplit* out);
+// the default weights preferred; none when torchtitan cannot produce it.
+std::optional<TorchtitanCandidate> torchtitan_split_for(int layers, int pp, int v, int first, int last);
 
 }  // namespace paratune::advisor
