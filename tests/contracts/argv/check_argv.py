@@ -8,6 +8,7 @@ name first; case.json what it must say (the model preset's facts and the plan th
 when every case parses as its framework would and carries the plan's values; else 1, one line per failure.
 """
 
+import functools
 import importlib.util
 import json
 import os
@@ -84,6 +85,7 @@ def check_json_file(path, f, contracts):
         expect("training.seq_len", cfg["training"]["seq_len"], f["seq_len"])
 
 
+@functools.lru_cache(maxsize=None)
 def torchtitan_split_code(version):
     """torchtitan's own stage-split code at the pinned commit (copied by scripts/contracts/extract_torchtitan_split.py)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchtitan_split--%s.py" % version)
