@@ -43,9 +43,16 @@ stop_slurmd() {  # by its pid file only
   for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$pid" 2>/dev/null || true
 }
+# The node still reads idle in slurmctld while the new slurmd initialises (its clean-up runs in the plugin's
+# init, after `slurmd` has returned to the shell), so wait for the new daemon's own "started" line in its log.
 start_slurmd() {
+  local from=$1
   # shellcheck disable=SC2086
   env ${LOCAL_SLURM_DAEMON_ENV:-} slurmd -f "$SLURM_CONF" -N "$NODE"
+  for _ in $(seq 1 300); do
+    tail -n +"$from" "$SLURMD_LOG" | grep -q 'slurmd started on' && break
+    sleep 0.1
+  done
   "$(dirname "$0")/local_slurm.sh" wait-idle "$PARATUNE_TEST_DIR" >/dev/null 2>&1
 }
 restore() { plugstack "${BASE_ARGS[@]}"; }
@@ -62,7 +69,8 @@ touch -d '30 days ago' "$JOBS/990003/job.log"   # its directory changed recently
 plugstack "${BASE_ARGS[@]}" jobs_days=7
 from=$(( $(wc -l < "$SLURMD_LOG") + 1 ))
 stop_slurmd
-start_slurmd
+start_slurmd "$from"
+check "the new slurmd started within 30 s" bash -c "tail -n +$from '$SLURMD_LOG' | grep -q 'slurmd started on'"
 check "slurmd's start removed the old job directory" test ! -e "$JOBS/990001"
 check "slurmd's start removed an earlier release's old flat files" bash -c "test ! -e '$JOBS/990004.log' && test ! -e '$JOBS/990004.line'"
 check "recent entries are kept" bash -c "test -e '$JOBS/990002/job.log' && test -e '$JOBS/990003/job.log' && test -e '$JOBS/990005.log'"
