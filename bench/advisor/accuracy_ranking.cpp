@@ -49,17 +49,6 @@ struct PairScore {
   double share() const { return pairs ? concordant / pairs : 0; }
 };
 
-// The software release a row was measured with, where its source has several (Megatron-Bridge and dgxc container
-// releases, MLPerf rounds: the id's second field); "" for sources of one release.
-std::string release_of(const Row& r) {
-  for (const char* pre : {"MB-", "DGXC-", "MLPT-"})
-    if (r.id.rfind(pre, 0) == 0) {
-      const size_t a = r.id.find('-') + 1, b = r.id.find('-', a);
-      return r.id.substr(a, b == std::string::npos ? std::string::npos : b - a);
-    }
-  return "";
-}
-
 // Pairs of different layouts measured at least 2 % apart with the same software; a predicted tie counts half. Two
 // runs of one layout, or runs of different releases (whose differences are the software's, 2-8 % for a repeated
 // recipe), are not a layout pair.
@@ -211,6 +200,17 @@ void write_kinds(std::ostream& md, const std::vector<std::pair<std::vector<size_
 }
 
 }  // namespace
+
+// The software release a row was measured with, where its source has several (Megatron-Bridge and dgxc container
+// releases, MLPerf rounds: the id's second field); "" for sources of one release.
+std::string release_of(const Row& r) {
+  for (const char* pre : {"MB-", "DGXC-", "MLPT-"})
+    if (r.id.rfind(pre, 0) == 0) {
+      const size_t a = r.id.find('-') + 1, b = r.id.find('-', a);
+      return r.id.substr(a, b == std::string::npos ? std::string::npos : b - a);
+    }
+  return "";
+}
 
 void write_ranking(std::ostream& md, Report& rep, const HeldOut& held) {
   const auto& rows = rep.rows;

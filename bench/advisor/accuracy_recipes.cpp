@@ -27,7 +27,7 @@ bool megatron_bridge(const Row& r) {
 }
 
 // "NVIDIA Megatron-Bridge performance summary (NeMo 26.04.01 container)" -> "26.04.01"; MoE rows carry theirs in id.
-std::string release_of(const Row& r) {
+std::string recipe_release(const Row& r) {
   const auto at = r.source.find("NeMo ");
   if (at == std::string::npos) return r.id;
   return r.source.substr(at + 5, r.source.find(' ', at + 5) - at - 5);
@@ -44,7 +44,7 @@ std::vector<const Row*> newest_recipes(const std::vector<Row>& rows) {
   for (const auto& r : rows) {
     if (!megatron_bridge(r)) continue;
     auto& slot = newest[recipe_key(r)];
-    if (!slot || release_of(*slot) < release_of(r)) slot = &r;
+    if (!slot || recipe_release(*slot) < recipe_release(r)) slot = &r;
   }
   std::vector<const Row*> out;
   for (const auto& [key, r] : newest) out.push_back(r);

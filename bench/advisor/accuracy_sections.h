@@ -31,6 +31,10 @@ struct HeldOut {
 };
 HeldOut held_out_predictions(const Report& rep);
 
+// The software release a row was measured with, where its source has several (Megatron-Bridge and dgxc container
+// releases, MLPerf rounds: the id's second field); "" for sources of one release (accuracy_ranking.cpp).
+std::string release_of(const Row& r);
+
 // Error on throughput: measured time / predicted time - 1 (positive = the model is optimistic).
 inline double throughput_error(const Row& r, double predicted_s) { return r.meas_time_s / predicted_s - 1; }
 
