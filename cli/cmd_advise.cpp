@@ -150,7 +150,8 @@ std::string legend() {
 void print_breakdown(const Prediction& p) {
   const Breakdown& b = p.breakdown;
   // One line for the terms of no group, one per group that is priced (moe: dispatch/combine all-to-all and the
-  // busiest expert rank's excess; offload: activations to and from host memory); terms two spaces apart.
+  // busiest expert rank's excess; offload: activations to and from host memory; stages: the slowest pipeline
+  // rank's excess over an even share); terms two spaces apart.
   std::vector<std::pair<std::string, std::string>> lines = {{"", "  breakdown (s):"}};
   char value[64];
   for (const auto& t : kBreakdownTerms) {

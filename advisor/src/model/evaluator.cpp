@@ -1,6 +1,7 @@
 // Evaluator: the scenario resolved once, and one layout's step time as the sum of the named terms (terms.h).
 #include <algorithm>
 
+#include "paratune/advisor/breakdown_terms.h"
 #include "paratune/advisor/model.h"
 #include "terms.h"
 
@@ -37,7 +38,8 @@ double Evaluator::memory_gib(const Layout& l, MemoryBreakdown* out) const {
 namespace {
 
 // The bottleneck stage's per-micro-batch time split into the breakdown's terms, scaled so that they add up to the
-// stage time, times the micro-batches; the once-per-step terms on top.
+// ranks' mean stage time, times the micro-batches; the slowest rank's excess over that mean (the layers and the LM
+// head it carries beyond an even share) is the pipeline's stage imbalance; the once-per-step terms on top.
 struct PerLayer {
   double compute, recompute, tp, cp, shard, stack, ep = 0, imbalance = 0;  // ep, imbalance: MoE only (0 dense)
   double total() const { return compute + recompute + tp + cp + shard + stack + ep + imbalance; }
@@ -49,9 +51,11 @@ Breakdown assemble(const PerLayer& pl, int Lmax, double head_part, double mb_ove
                           Lmax * pl.shard, Lmax * pl.stack + mb_over, Lmax * pl.ep, Lmax * pl.imbalance};
   double sum = 0;
   for (double x : parts) sum += x;
-  const double scale = sum > 0 ? st.max() / sum : 1;
+  const double slowest = st.max(), even = st.mean > 0 ? std::min(slowest, st.mean) : slowest;
+  const double scale = sum > 0 ? even / sum : 1;
   const double k = m * scale;
   Breakdown br;
+  br.pp_imbalance = m * (slowest - even);
   br.compute = k * parts[0];
   br.recompute = k * parts[1];
   br.tp_comm = k * parts[2];
@@ -76,8 +80,9 @@ double host_bound_excess(const Resolved& R, const ModelParams& p, const Layout& 
 }
 
 double step_of(const Breakdown& b) {
-  return b.compute + b.recompute + b.tp_comm + b.cp_comm + b.pp_bubble + b.pp_comm + b.dp_comm_exposed +
-         b.optimizer + b.other + b.ep_comm + b.moe_imbalance + b.offload;
+  double sum = 0;
+  for (const auto& t : kBreakdownTerms) sum += b.*t.field;
+  return sum;
 }
 
 }  // namespace

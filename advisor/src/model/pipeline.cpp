@@ -142,6 +142,7 @@ Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double 
       if (t > slowest) { slowest = t; st.slow_layers = layers; st.slow_head = has_head; st.slow_emb = rank == 0; }
     });
     st.bubble = (sum - st.max()) / v;
+    st.mean = sum / p;
     return st;
   }
   if (p == 1) {
@@ -154,6 +155,7 @@ Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double 
   // Fill and drain: every stage but the slowest idles for its share, divided by the virtual chunks per rank.
   const double sum = p == 1 ? st.first : st.first + st.last + (p - 2) * st.mid;
   st.bubble = (sum - st.max()) / v;
+  st.mean = sum / p;
   return st;
 }
 

@@ -79,6 +79,7 @@ void plan_stage_layers(int L, int p, int v, double per_layer, double emb, double
 void stage_layers(const Resolved& R, const Layout& l, int* first, int* mid, int* last);
 struct Stages {
   double first = 0, mid = 0, last = 0;  // seconds per micro-batch per stage (all virtual chunks)
+  double mean = 0;                       // the ranks' mean: what each would take if the work were spread evenly
   double max() const;
   double bubble = 0;                     // pipeline fill and drain per step
   // Balanced splits only (StackProfile::balanced_stages): the slowest stage's layers, and whether it holds the

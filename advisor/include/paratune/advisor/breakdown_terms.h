@@ -13,7 +13,7 @@ struct BreakdownTerm {
   double Breakdown::*field;
   char bar;                   // its character in `advise`'s breakdown bars
   const char* legend;         // what the bar's legend calls it
-  const char* group;          // "" always shown; "moe", "offload": shown where a term of the group is priced
+  const char* group;          // "" always shown; "moe", "offload", "stages": shown where a term of the group is priced
 };
 
 inline constexpr BreakdownTerm kBreakdownTerms[] = {
@@ -28,10 +28,11 @@ inline constexpr BreakdownTerm kBreakdownTerms[] = {
     {"other", &Breakdown::other, '.', "other", ""},
     {"ep_comm", &Breakdown::ep_comm, 'e', "EP all-to-all", "moe"},
     {"moe_imbalance", &Breakdown::moe_imbalance, 'i', "MoE load imbalance", "moe"},
-    {"offload", &Breakdown::offload, 'h', "host offload", "offload"}};
+    {"offload", &Breakdown::offload, 'h', "host offload", "offload"},
+    {"pp_imbalance", &Breakdown::pp_imbalance, 's', "stage imbalance", "stages"}};
 
 // Whether a term is shown for this breakdown: a term of no group always; a grouped one (the mixture-of-experts
-// terms; CPU activation offload) when any term of its group is priced.
+// terms; CPU activation offload; the pipeline stage imbalance) when any term of its group is priced.
 inline bool shown(const Breakdown& b, const BreakdownTerm& term) {
   if (!*term.group) return true;
   for (const auto& t : kBreakdownTerms)

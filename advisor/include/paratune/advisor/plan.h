@@ -43,6 +43,7 @@ struct Breakdown {  // seconds per optimizer step
   double ep_comm = 0;        // MoE dispatch + combine all-to-all, exposed
   double moe_imbalance = 0;  // MoE: the busiest expert rank's excess over a balanced one (GEMMs and all-to-all)
   double offload = 0;        // CPU activation offload: the offloaded layers' activations over the host link
+  double pp_imbalance = 0;   // the slowest pipeline rank's excess over an even share of the stages' work (steady state)
 };
 
 struct MemoryBreakdown {  // GiB per GPU (the worst stage)
