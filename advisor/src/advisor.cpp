@@ -63,6 +63,16 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
   if (l.dispatcher == Dispatcher::Flex && !hopper_plus(s))
     return "dispatcher flex (DeepEP / HybridEP kernels) needs Hopper or Blackwell GPUs";
   if (l.zero_stage >= 3 && mcore) return "zero_stage 3 (Megatron-FSDP) with experts is not modelled; use 0 or 1";
+  if (m.moe_pad_to_capacity) {
+    if (!mcore)
+      return std::string(to_string(f)) + ": no padding to capacity (moe_pad_to_capacity is Megatron-Core's "
+                                         "--moe-pad-expert-input-to-capacity)";
+    // Megatron-Core's TransformerConfig: "Flex token dispatcher with deepep backend does not support
+    // moe_pad_expert_input_to_capacity" (transformer_config.py __post_init__); HybridEP pads.
+    if (l.dispatcher == Dispatcher::Flex && flex_backend(s, f).value_or(Kernel::DeepEP) == Kernel::DeepEP)
+      return "moe_pad_to_capacity: Megatron-Core refuses padding with the flex dispatcher's DeepEP backend; use "
+             "alltoall or allgather (or HybridEP where the version has it)";
+  }
   return "";
 }
 

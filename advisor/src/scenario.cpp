@@ -28,7 +28,8 @@ void validate_moe_model(const ModelSpec& m) {
     bad("model.qk_head_dim", "latent attention (kv_lora_rank > 0) needs qk_head_dim > 0, qk_rope_head_dim >= 0 and "
                              "v_head_dim > 0 (DeepSeek-V3: 128, 64, 128)");
   if (!m.is_moe()) {
-    if (m.moe_top_k || m.moe_ffn_hidden || m.moe_shared_experts || m.moe_dense_layers || m.moe_capacity_factor > 0)
+    if (m.moe_top_k || m.moe_ffn_hidden || m.moe_shared_experts || m.moe_dense_layers || m.moe_capacity_factor > 0 ||
+        m.moe_pad_to_capacity)
       bad("model.moe_experts", "the moe_* keys need moe_experts >= 2 (the number of routed experts)");
     return;
   }
@@ -41,6 +42,9 @@ void validate_moe_model(const ModelSpec& m) {
     bad("model.moe_dense_layers", "must be between 0 and layers - 1 (" + std::to_string(m.layers - 1) + ")");
   if (m.moe_capacity_factor < 0 || (m.moe_capacity_factor > 0 && m.moe_capacity_factor < 1))
     bad("model.moe_capacity_factor", "must be 0 (dropless) or >= 1");
+  // Megatron-Core: "moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity".
+  if (m.moe_pad_to_capacity && m.moe_capacity_factor <= 0)
+    bad("model.moe_pad_to_capacity", "padding to capacity needs moe_capacity_factor >= 1 (the capacity it pads to)");
 }
 
 }  // namespace

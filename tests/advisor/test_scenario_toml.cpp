@@ -83,6 +83,7 @@ TEST(ScenarioToml, BadInputMessages) {
   EXPECT_EQ(error_of(t), "s.toml:4:9: model.layrs: unknown key; valid: preset, name, layers, hidden, heads, kv_heads, "
                          "ffn_hidden, vocab, seq_len, gated_mlp, tied_embeddings, dropout, head_dim, moe_experts, moe_top_k, "
            "moe_ffn_hidden, moe_shared_experts, moe_shared_ffn_hidden, moe_dense_layers, moe_capacity_factor, "
+            "moe_pad_to_capacity, "
            "moe_router, q_lora_rank, kv_lora_rank, qk_head_dim, qk_rope_head_dim, v_head_dim, mtp_layers");
   t = kGood;
   t.replace(t.find("\"bf16\""), 6, "\"fp4\"");

@@ -137,11 +137,12 @@ std::vector<Case> cases(Framework f, const std::string& version) {
     out.push_back({"deepseek-v3 tp2 pp8 vpp4 ep64 flex (MoE, uneven pipeline)", v3, p8});
     auto mx = scenario("mixtral-8x7b", "h100-sxm5-80gb", 2, 256, f, version);
     mx.model.moe_capacity_factor = 1.25;
+    mx.model.moe_pad_to_capacity = true;
     Plan pe = fixed(mx, 4, 1, 1, 1, 1, Recompute::Full);
     pe.layout.ep = 2; pe.layout.etp = 4;
     EXPECT_EQ(layout_problem(mx, pe.layout, f), "");
     pe.env = synthesize_env(mx, f, pe.layout, 60);
-    out.push_back({"mixtral-8x7b tp4 etp4 ep2 full recompute, capacity 1.25 (MoE)", mx, pe});
+    out.push_back({"mixtral-8x7b tp4 etp4 ep2 full recompute, capacity 1.25 padded (MoE)", mx, pe});
   }
   if (f == Framework::Torchtitan) {
     auto s70b = scenario("llama3-70b", "h100-sxm5-80gb", 8, 512, f, version);
@@ -195,6 +196,7 @@ void check_moe_flags(const Scenario& s, const Plan& p, const std::string& line) 
   if (s.model.moe_capacity_factor > 0) {
     EXPECT_TRUE(has(line, "--moe-expert-capacity-factor"));
   }
+  EXPECT_EQ(has(line, "--moe-pad-expert-input-to-capacity"), s.model.moe_pad_to_capacity);
 }
 
 // Megatron-Core's TransformerConfig asserts for --overlap-moe-expert-parallel-comm (extracted as the

@@ -100,6 +100,7 @@ void megatron_moe(const PlanView& v, const std::function<void(std::string, std::
   if (m.moe_capacity_factor > 0) {
     add("--moe-expert-capacity-factor", std::to_string(m.moe_capacity_factor).substr(0, 4));
     add("--moe-token-drop-policy", "probs");
+    if (m.moe_pad_to_capacity) add("--moe-pad-expert-input-to-capacity", "");
   }
   if (v.s.training.moe_force_balance.value_or(false)) add("--moe-router-force-load-balancing", "");
   if (m.mtp_layers > 0) add("--mtp-num-layers", std::to_string(m.mtp_layers));
@@ -120,8 +121,10 @@ void nemo_moe(const PlanView& v, const std::function<void(const std::string&, co
   if (l.dispatcher == Dispatcher::Flex) set("model.config.moe_enable_deepep", "true");
   set("model.config.moe_grouped_gemm", "true");
   set("model.config.moe_permute_fusion", "true");
-  if (m.moe_capacity_factor > 0)
+  if (m.moe_capacity_factor > 0) {
     set("model.config.moe_expert_capacity_factor", std::to_string(m.moe_capacity_factor).substr(0, 4));
+    if (m.moe_pad_to_capacity) set("model.config.moe_pad_expert_input_to_capacity", "true");
+  }
   if (v.s.training.moe_force_balance.value_or(false)) set("model.config.moe_router_force_load_balancing", "true");
   if (moe_a2a_overlap(v.s, l, Framework::Nemo)) set("model.config.overlap_moe_expert_parallel_comm", "true");
 }

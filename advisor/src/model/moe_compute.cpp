@@ -101,9 +101,9 @@ MoePhases moe_layer_phases(const Resolved& R, const ModelParams& p, const Layout
   // The same bytes moe_layer_compute streams: norms, residuals, rotary and the router's scores before the dispatch;
   // permutation, activation and the shared experts' activation in the MLP.
   const double pre_elt = R.stack.elt_scale * (tok * h * (32 + (R.m.dropout ? 4 : 0)) / hs + 16 * t_in * d.E) / R.hbm;
-  const double rows = l.etp * t_in * d.k, act = R.m.gated ? 6 : 4;
+  const double rows = l.etp * t_in * d.k * expert_rows(d), act = R.m.gated ? 6 : 4;
   const double mlp_elt = R.stack.elt_scale * (rows * (d.fe / l.etp * act + 8 * h) + tok * d.fs * act / t) / R.hbm;
-  const double mlp_gemm = experts_s(R, p, l, 1.0) + dense_mlp_s(R, p, tok, d.fs, t);
+  const double mlp_gemm = experts_s(R, p, l, expert_rows(d)) + dense_mlp_s(R, p, tok, d.fs, t);
   MoePhases ph;
   ph.pre_f = proj + attn_f + pre_elt;
   ph.pre_b = 2 * proj + attn_b + 2 * pre_elt;
@@ -118,8 +118,14 @@ double moe_tokens_in(const Resolved& R, const Layout& l) {
   return l.sequence_parallel && l.tp > 1 ? tok / l.tp : tok;
 }
 
+// The expert rows per fair share: padded to capacity (Megatron-Core's drop_and_pad, token_dispatcher.py: capacity =
+// ceil(tokens k / E * cf) rows for every expert, real or padding), cf; else 1 (the busiest rank's excess is
+// moe_imbalance_factor's).
+double expert_rows(const MoeDims& d) { return d.pad ? d.cf : 1.0; }
+
 double moe_imbalance_factor(const Resolved& R, const ModelParams& p, const Layout& l) {
   if (!R.moe.moe || l.ep <= 1) return 1.0;  // one rank holds every expert: no rank waits for another
+  if (R.moe.pad) return 1.0;                // every expert runs its capacity: all ranks alike (expert_rows())
   const double route = R.moe.force_balance ? 1.0 : p.moe_route_imbalance;
   // Rows per rank are a sum of many independent routings: the maximum of ep of them lies about sqrt(2 ln ep)
   // standard deviations (sqrt(rows)) above the mean.
@@ -139,7 +145,7 @@ LayerCompute moe_layer_compute(const Resolved& R, const ModelParams& p, const La
   const double dense = dense_mlp_s(R, p, tok, R.m.f, t);
   double moe = 0, extra = 0;
   if (d.moe) {
-    const double routed = experts_s(R, p, l, 1.0);
+    const double routed = experts_s(R, p, l, expert_rows(d));
     moe = gemm_s(R, p, t_in, d.E, h, false) + routed + dense_mlp_s(R, p, tok, d.fs, t);
     const double f = moe_imbalance_factor(R, p, l);
     extra = f > 1 ? experts_s(R, p, l, f) - routed : 0;
@@ -152,7 +158,7 @@ LayerCompute moe_layer_compute(const Resolved& R, const ModelParams& p, const La
   // rows (read + write, twice: 8 bytes per row and hidden unit) and the router's scores (fp32 logits, softmax/
   // sigmoid, top-k: ~16 bytes per token and expert).
   const double act = R.m.gated ? 6 : 4;
-  const double rows = l.etp * t_in * d.k;
+  const double rows = l.etp * t_in * d.k * expert_rows(d);
   const double moe_elt = d.moe ? rows * (d.fe / l.etp * act + 8 * h) + 16 * t_in * d.E + tok * d.fs * act / t : 0;
   const double elt = tok * h * (32 + (R.m.dropout ? 4 : 0)) / hs + (1 - d.mix) * tok * R.m.f * act / t + d.mix * moe_elt;
   c.elt_f = R.stack.elt_scale * elt / R.hbm;
@@ -182,7 +188,7 @@ double moe_recompute_s(const Resolved& R, const ModelParams& p, const Layout& l,
   // dispatch and combine are charged in moe_comm_layer), the shared experts.
   if (mods & kMlp) s += (1 - d.mix) * dense_mlp_s(R, p, tok, R.m.f, t);
   if ((mods & kMoe) && d.moe)
-    s += d.mix * (gemm_s(R, p, moe_tokens_in(R, l), d.E, R.m.h, false) + experts_s(R, p, l, 1.0) +
+    s += d.mix * (gemm_s(R, p, moe_tokens_in(R, l), d.E, R.m.h, false) + experts_s(R, p, l, expert_rows(d)) +
                   dense_mlp_s(R, p, tok, d.fs, t));
   else if ((mods & kSharedExperts) && d.moe)
     s += d.mix * dense_mlp_s(R, p, tok, d.fs, t);

@@ -133,6 +133,8 @@ double moe_tokens_in(const Resolved& R, const Layout& l);
 // The busiest EP rank's rows over the mean: learned routing (or 1 when force-balanced) times the statistical spread
 // of the maximum over ep ranks, capped by the capacity factor when tokens are dropped.
 double moe_imbalance_factor(const Resolved& R, const ModelParams& p, const Layout& l);
+// Expert rows per fair share: the capacity factor when padded to capacity, else 1.
+double expert_rows(const MoeDims& d);
 // One layer averaged over the layer mix (dense leading layers, MoE layers): attention projections (MLA or
 // head_dim-wide), the attention core, dense MLP or router + grouped expert GEMMs + shared experts, elementwise work
 // (norms, permutation, activation) — at balanced routing. `imbalance` (if given) receives the extra forward+backward

@@ -145,6 +145,8 @@ int special_cases(const fs::path& out) {
       Scenario mx = scenario("mixtral-8x7b", f, v.id, 2);
       mx.model.moe_capacity_factor = 1.25;
       n += emit(out / ("fixed-mixtral-8x7b-etp4-capacity__" + tag), mx, fixed(mx, 4, 1, 1, 1, Recompute::Full, 2, 4));
+      mx.model.moe_pad_to_capacity = true;  // --moe-pad-expert-input-to-capacity through the rebuilt parser
+      n += emit(out / ("fixed-mixtral-8x7b-capacity-padded__" + tag), mx, fixed(mx, 1, 1, 1, 1, Recompute::Selective, 2, 1));
       Scenario s405 = scenario("llama3.1-405b", f, v.id, 64);
       n += emit(out / ("fixed-405b-uneven-pp8-vpp4__" + tag), s405, fixed(s405, 8, 8, 4, 1, Recompute::Selective));
       Scenario s8 = scenario("llama3-8b", f, v.id, 1);

@@ -97,6 +97,7 @@ struct ModelSpec {
   int moe_shared_ffn_hidden = 0;   // FFN hidden size of one shared expert (0 = moe_ffn_hidden)
   int moe_dense_layers = 0;        // leading dense layers (ffn_hidden) before the MoE layers (DeepSeek-V3: 3)
   double moe_capacity_factor = 0;  // tokens per expert / fair share before dropping; 0 = dropless
+  bool moe_pad_to_capacity = false;  // every expert runs its full capacity's rows (--moe-pad-expert-input-to-capacity)
   MoeRouter moe_router = MoeRouter::AuxLoss;
   // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank = 0 is ordinary (grouped-query) attention.
   int q_lora_rank = 0;             // 0 = queries projected directly
