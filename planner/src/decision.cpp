@@ -9,7 +9,7 @@
 #include "paratune/planner/plan_json.h"
 #include "paratune/planner/scenario_builder.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 namespace {
 
@@ -310,4 +310,4 @@ std::vector<std::pair<std::string, std::string>> decision_files(const Decision& 
   return out;
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

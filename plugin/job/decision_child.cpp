@@ -80,7 +80,7 @@ bool plain_name(const std::string& n) {
   return std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-std::string summary_of(const Decision& d, const std::string& dir) {
+std::string summary_of(const planner::Decision& d, const std::string& dir) {
   const auto& l = d.plan.layout;
   char figures[128];
   std::snprintf(figures, sizeof figures, "predicted %.3f s/step, %.0f tokens/s", d.plan.prediction.step_time_s,
@@ -93,7 +93,7 @@ std::string summary_of(const Decision& d, const std::string& dir) {
          " recompute=" + advisor::to_string(l.recompute) + " " + figures + "; plan " + dir + "/plan.json";
 }
 
-json assignments_json(const std::vector<EnvAssignment>& v) {
+json assignments_json(const std::vector<planner::EnvAssignment>& v) {
   json out = json::array();
   for (const auto& a : v) out.push_back({{"name", a.name}, {"value", a.value}, {"reason", a.reason}});
   return out;
@@ -102,7 +102,7 @@ json assignments_json(const std::vector<EnvAssignment>& v) {
 }  // namespace
 
 DecidedJob decide_and_write(const DecideRequest& request) {
-  DecisionInput in = request.input;
+  planner::DecisionInput in = request.input;
   if (!request.scenario_path.empty()) in.scenario_text = read_bounded(request.scenario_path, kMaxScenarioBytes);
   if (!request.resume_path.empty()) {
     try {
@@ -112,12 +112,12 @@ DecidedJob decide_and_write(const DecideRequest& request) {
       if (!request.resume_optional) throw;  // resume=PLAN names a file that must be there
     }
   }
-  const JobPlan plan = plan_job(in, request.mode_changes);
-  const Decision& d = plan.decision;
+  const planner::JobPlan plan = planner::plan_job(in, request.mode_changes);
+  const planner::Decision& d = plan.decision;
   DecidedJob out;
   out.dir = write_job_files(plan.files, request);
-  out.wanted = decision_env(d, out.dir + "/plan.json", out.dir + "/report.jsonl");
-  out.injection = policy_injection(in.policy, out.wanted);
+  out.wanted = planner::decision_env(d, out.dir + "/plan.json", out.dir + "/report.jsonl");
+  out.injection = planner::policy_injection(in.policy, out.wanted);
   out.record = decision_record(d);
   out.summary = summary_of(d, out.dir);
   for (const auto& c : d.policy_changes) out.changes.push_back(policies::describe(c));
@@ -147,12 +147,13 @@ DecidedJob decided_job_from_json(const json& j, const policies::EffectivePolicy&
   if (!wanted.is_array() || wanted.size() > kMaxDecisionVariables)
     throw std::runtime_error("the decision named more than " + std::to_string(kMaxDecisionVariables) + " variables");
   for (const auto& a : wanted) {
-    EnvAssignment v{a.at("name").get<std::string>(), a.at("value").get<std::string>(), a.at("reason").get<std::string>()};
+    planner::EnvAssignment v{a.at("name").get<std::string>(), a.at("value").get<std::string>(),
+                             a.at("reason").get<std::string>()};
     if (!plain_name(v.name)) throw std::runtime_error("the decision named a variable that is not a plain name: " + capped(v.name));
     d.wanted.push_back(std::move(v));
   }
   // The site's rules, applied here: whatever the child said about forced, default or forbidden variables.
-  d.injection = policy_injection(policy, d.wanted);
+  d.injection = planner::policy_injection(policy, d.wanted);
   d.record = j.at("record");
   if (!d.record.is_object()) throw std::runtime_error("the decision's record is not an object");
   d.summary = j.at("summary").get<std::string>();

@@ -5,7 +5,7 @@
 #include "test_topologies.h"
 
 using namespace paratune;
-using namespace paratune::job;
+using namespace paratune::planner;
 
 TEST(OptionSpec, BareOptionMeansDefaults) {
   auto s = parse_option_spec("");

@@ -55,7 +55,7 @@ std::string plugin_line(const std::string& job_id, long long end_time, double ac
   s.cluster.gpu_nic_path = "PIX";
   advisor::SearchLimits lim;
   lim.top_n = 1;
-  job::Decision d;
+  planner::Decision d;
   d.plan = advisor::advise(s, lim);
   s.training.framework = d.plan.framework;
   d.scenario = s;
@@ -74,10 +74,10 @@ std::string plugin_line(const std::string& job_id, long long end_time, double ac
   who.gpus_on_node = 8;
   who.nodelist = "gpu[001-002]";
   who.state = "completed";
-  job::EnvOutcome env;
-  env.set = job::decision_env(d, "/var/log/paratune/jobs/" + job_id + "/plan.json",
+  planner::EnvOutcome env;
+  env.set = planner::decision_env(d, "/var/log/paratune/jobs/" + job_id + "/plan.json",
                               "/var/log/paratune/jobs/" + job_id + "/report.jsonl");
-  auto record = job::tuning_record(who, job::parse_option_spec("llama3-8b"), d, env, end_time);
+  auto record = job::tuning_record(who, planner::parse_option_spec("llama3-8b"), d, env, end_time);
   record["node_checks"] = {{"checked", 2}, {"mismatch", nlohmann::json::array()},
                            {"plan_unreadable", nlohmann::json::array()}};
   tuning::ReportSummary r;

@@ -21,7 +21,7 @@
 #include "paratune/probe/topology.h"
 #include "paratune/planner/plugin_config.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 struct DecisionInput {
   PluginConfig config;
@@ -105,4 +105,4 @@ std::string primary_args_file(const Decision& d);
 std::string primary_args_text(const Decision& d);
 inline constexpr size_t kMaxArgsTextBytes = 32u << 10;
 
-}  // namespace paratune::job
+}  // namespace paratune::planner
