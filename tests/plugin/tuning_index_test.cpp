@@ -205,7 +205,7 @@ TEST(TuningLogDoc, TheExampleLineIsWhatThePluginWrites) {
   EXPECT_EQ(tuning::usable_samples(log.entries, {}, &skipped).size(), 1u) << tuning::skipped_summary(skipped);
   const fs::path doc = fs::path(PARATUNE_SOURCE_ROOT) / "docs/tuning-log.md";
   std::string text = slurp(doc);
-  const std::string begin = "<!-- example line: tests/unit/tuning_index_test.cpp -->\n```json\n", end = "```\n";
+  const std::string begin = "<!-- example line: tests/plugin/tuning_index_test.cpp -->\n```json\n", end = "```\n";
   const size_t a = text.find(begin);
   ASSERT_NE(a, std::string::npos) << "docs/tuning-log.md has no example line marker";
   const size_t from = a + begin.size(), b = text.find(end, from);
