@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <system_error>
 
@@ -46,30 +47,46 @@ std::string fresh_directory(const std::string& base, const std::string& job_id) 
 }
 
 // The plan directory: <base>/paratune-<job> in the first base where it can be the job user's own, else a fresh one
-// under the fallback base; written as the job's user, private unless the site lets the group read it.
-std::string write_job_files(const std::vector<std::pair<std::string, std::string>>& files, const DecideRequest& r) {
+// under the fallback base; written as the job's user, private unless the site lets the group read it. The files
+// come from `plan_in(dir)` (the plan for that directory), asked again only if writing into a directory failed; an
+// error of the plan's own is not a directory's and goes to the caller.
+using PlanFiles = std::vector<std::pair<std::string, std::string>>;
+std::string write_job_files(const std::function<const PlanFiles&(const std::string& dir)>& plan_in,
+                            const DecideRequest& r) {
   const mode_t dir_mode = r.group_readable ? 0750 : 0700, file_mode = r.group_readable ? 0640 : 0600;
   std::string last_error = "no directory to write to";
+  const auto write_into = [&](const std::string& dir, UniqueFd fd) {
+    const PlanFiles& files = plan_in(dir);
+    try {
+      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
+      return true;
+    } catch (const std::exception& e) {
+      last_error = e.what();
+      return false;
+    }
+  };
   for (const auto& base : r.dir_bases) {
     const std::string dir = base + "/paratune-" + job_dir_name(r.job_id);
+    UniqueFd fd;
     try {
-      auto fd = ensure_directory(dir, dir_mode, ::geteuid());  // another user's directory of that name is refused
-      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
-      return dir;
+      fd = ensure_directory(dir, dir_mode, ::geteuid());  // another user's directory of that name is refused
     } catch (const std::exception& e) {
       last_error = e.what();
+      continue;
     }
+    if (write_into(dir, std::move(fd))) return dir;
   }
   if (!r.fallback_base.empty()) {
+    std::string dir;
+    UniqueFd fd;
     try {
-      const std::string dir = fresh_directory(r.fallback_base, r.job_id);
-      UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      dir = fresh_directory(r.fallback_base, r.job_id);
+      fd = UniqueFd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!fd) throw std::system_error(errno, std::generic_category(), "open " + dir);
-      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
-      return dir;
     } catch (const std::exception& e) {
       last_error = e.what();
     }
+    if (fd && write_into(dir, std::move(fd))) return dir;
   }
   throw std::runtime_error("could not write the plan files: " + last_error);
 }
@@ -112,12 +129,20 @@ DecidedJob decide_and_write(const DecideRequest& request) {
       if (!request.resume_optional) throw;  // resume=PLAN names a file that must be there
     }
   }
-  const planner::JobPlan plan = planner::plan_job(in, request.mode_changes);
-  const planner::Decision& d = plan.decision;
+  // Decided once; the environment, the policy's word on it and the files are made for the plan directory, once
+  // (again only for another directory, when writing into one failed).
+  const planner::Decision decided = planner::decide(in);
+  planner::JobPlan plan;
   DecidedJob out;
-  out.dir = write_job_files(plan.files, request);
-  out.wanted = planner::decision_env(d, out.dir + "/plan.json", out.dir + "/report.jsonl");
-  out.injection = planner::policy_injection(in.policy, out.wanted);
+  out.dir = write_job_files(
+      [&](const std::string& dir) -> const PlanFiles& {
+        plan = planner::plan_decision(decided, in.policy, request.mode_changes, dir);
+        return plan.files;
+      },
+      request);
+  const planner::Decision& d = plan.decision;
+  out.wanted = std::move(plan.env);
+  out.injection = std::move(plan.injection);
   out.record = decision_record(d);
   out.summary = summary_of(d, out.dir);
   for (const auto& c : d.policy_changes) out.changes.push_back(policies::describe(c));
