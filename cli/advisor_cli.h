@@ -20,7 +20,7 @@ struct ScenarioFacts {
 };
 ScenarioFacts read_scenario(const std::string& path, const std::string& topology_override);
 // Scenario file + topology ([cluster] topology = "..." relative to the file, or --topology): cluster facts probed
-// over the file's [cluster] (job::cluster_over_scenario), validated.
+// over the file's [cluster] (planner::cluster_over_scenario), validated.
 advisor::Scenario load_scenario(const std::string& path, const std::string& topology_override,
                                 std::vector<std::string>& notes);
 // A calibration file (`paratune calibrate` output), read and parsed; throws std::invalid_argument naming the file.

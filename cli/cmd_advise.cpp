@@ -73,7 +73,7 @@ ScenarioFacts read_scenario(const std::string& path, const std::string& topology
     // as in the job; every other problem is reported at its line by the file's own check.
     Scenario fp16 = f.scenario;
     std::vector<std::string> unused;
-    job::plan_precision(fp16, /*given=*/false, unused);
+    planner::plan_precision(fp16, /*given=*/false, unused);
     if (fp16.training.precision != f.scenario.training.precision) {
       try {
         validate(fp16);
@@ -105,7 +105,7 @@ Scenario load_scenario(const std::string& path, const std::string& topology_over
   if (!f.topology) return f.scenario;
   Scenario s;
   try {
-    s = job::cluster_over_scenario(f.scenario, *f.topology, notes);
+    s = planner::cluster_over_scenario(f.scenario, *f.topology, notes);
   } catch (const std::exception& e) {
     throw std::invalid_argument(path + ":0:0: cluster.topology: " + e.what());
   }
@@ -113,9 +113,9 @@ Scenario load_scenario(const std::string& path, const std::string& topology_over
   return s;
 }
 
-json layout_json(const Layout& l) { return job::to_json(l); }
+json layout_json(const Layout& l) { return planner::to_json(l); }
 
-json prediction_json(const Prediction& p) { return job::to_json(p); }
+json prediction_json(const Prediction& p) { return planner::to_json(p); }
 
 std::string layout_text(const Layout& l) {
   char b[160];
@@ -238,16 +238,16 @@ struct AdviseArgs {
 };
 
 // The planner's input for the --scenario form: the file's scenario and its topology, the site policy for the
-// partition, the calibration and the hardware profile; the plan is made as the plugin makes it (job::decide).
-job::DecisionInput planner_input(const AdviseArgs& a, const policies::EffectivePolicy& policy,
+// partition, the calibration and the hardware profile; the plan is made as the plugin makes it (planner::decide).
+planner::DecisionInput planner_input(const AdviseArgs& a, const policies::EffectivePolicy& policy,
                                  const std::optional<Calibration>& cal) {
-  job::DecisionInput in;
+  planner::DecisionInput in;
   ScenarioFacts facts = read_scenario(a.scenario, a.topology);
   in.scenario = std::move(facts.scenario);
   in.topology_known = facts.topology.has_value();
   if (facts.topology) in.topology = std::move(*facts.topology);
   in.policy = policy;
-  in.mode = job::Mode::Apply;
+  in.mode = planner::Mode::Apply;
   in.calibration = cal;
   if (!a.profile.empty()) in.profile = read_profile(a.profile);
   in.top_n = a.limits.top_n;
@@ -264,7 +264,7 @@ int run_command(const AdviseArgs& a, bool explaining) {
   policies::EffectivePolicy policy;
   std::optional<Calibration> cal;
   std::optional<ParallelSpec> vs;
-  job::Decision d;
+  planner::Decision d;
   try {
     if (!a.vs.empty()) vs = parse_parallel_list(a.vs, "--vs");
     if (!policy_file.empty()) {
@@ -278,7 +278,7 @@ int run_command(const AdviseArgs& a, bool explaining) {
                      command, partition.c_str(), policy.where("enabled").c_str());
     }
     if (!calibration.empty()) cal = read_calibration(calibration);
-    d = job::decide(planner_input(a, policy, cal));
+    d = planner::decide(planner_input(a, policy, cal));
   } catch (const policies::PolicyError& e) {
     std::fprintf(stderr, "paratune %s: %s\n", command, e.what());
     return kBadInput;
@@ -330,7 +330,7 @@ int run_command(const AdviseArgs& a, bool explaining) {
   }
 
   const nlohmann::json calibration_use =
-      cal ? job::calibration_json(*cal, s) : nlohmann::json{{"calibrated", false}, {"entries", nlohmann::json::array()}};
+      cal ? planner::calibration_json(*cal, s) : nlohmann::json{{"calibrated", false}, {"entries", nlohmann::json::array()}};
   if (as_json) {
     nlohmann::json env = nlohmann::json::array();
     for (const auto& e : plan.env) env.push_back({{"name", e.name}, {"value", e.value}, {"reason", e.reason}});

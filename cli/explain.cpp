@@ -301,7 +301,7 @@ json shaped_by(const ExplainInput& in) {
     }
   }
   if (in.calibration) {
-    json c = job::calibration_json(*in.calibration, in.scenario);
+    json c = planner::calibration_json(*in.calibration, in.scenario);
     c["file"] = in.calibration_file;
     j["calibration"] = c;
   } else {

@@ -82,7 +82,7 @@ void load_site_files(const JobDryRunArgs& a, Facts& f) {
 }
 
 // --leaf-switches NODE=SWITCH,...: the placement the plugin reads from Slurm's topology/tree (fabric_placement.h).
-std::optional<job::FabricPlacement> placement(const JobDryRunArgs& a) {
+std::optional<planner::FabricPlacement> placement(const JobDryRunArgs& a) {
   if (a.leaf_switches.empty()) return std::nullopt;
   std::map<std::string, std::string> leaf_of;
   for (const auto& pair : a.leaf_switches) {
@@ -91,7 +91,7 @@ std::optional<job::FabricPlacement> placement(const JobDryRunArgs& a) {
       throw std::invalid_argument("--leaf-switches: '" + pair + "' is not NODE=SWITCH");
     leaf_of[pair.substr(0, eq)] = pair.substr(eq + 1);
   }
-  auto p = job::placement_from_leaves(a.nodelist, leaf_of);
+  auto p = planner::placement_from_leaves(a.nodelist, leaf_of);
   if (!p) throw std::invalid_argument("--leaf-switches: every node of --nodelist needs its leaf switch");
   return p;
 }
@@ -99,12 +99,12 @@ std::optional<job::FabricPlacement> placement(const JobDryRunArgs& a) {
 Facts gather(const JobDryRunArgs& a) {
   Facts f;
   auto& s = f.step;
-  s.config = job::parse_plugin_config(words(a.plugstack), short_host(a));
+  s.config = planner::parse_plugin_config(words(a.plugstack), short_host(a));
   if (!a.topology.empty()) s.config.topology = a.topology;
   if (s.config.topology.empty() && !a.probe_here)
     throw std::invalid_argument("--topology: give the node's topology (FILE or builtin:NAME), a plugstack "
                                 "topology=, or --probe to probe this machine");
-  s.spec = job::parse_option_spec(a.spec);
+  s.spec = planner::parse_option_spec(a.spec);
   s.alloc.nodes = a.nodes;
   s.alloc.partition = a.partition;
   s.alloc.job_id = a.job_id;
@@ -125,16 +125,16 @@ Facts gather(const JobDryRunArgs& a) {
   s.alloc.gpus_on_node = gpus;
   opts.allocated_gpus = s.alloc.gpu_indexes;
   s.topology = probe::probe(opts);
-  s.mode = job::decide_job_mode(&s.spec, s.config, s.policy, gpus);
+  s.mode = planner::decide_job_mode(&s.spec, s.config, s.policy, gpus);
   return f;
 }
 
 // Whether the site forces this variable (a user's value is replaced).
-bool forced(const job::EnvInjection& inj, const std::string& name) {
+bool forced(const planner::EnvInjection& inj, const std::string& name) {
   return std::find(inj.force.begin(), inj.force.end(), name) != inj.force.end();
 }
 
-json env_json(const job::EnvInjection& inj) {
+json env_json(const planner::EnvInjection& inj) {
   json out = json::array();
   for (const auto& e : inj.assignments) {
     out.push_back({{"name", e.name}, {"value", e.value}, {"reason", e.reason}, {"forced", forced(inj, e.name)}});
@@ -149,7 +149,7 @@ json files_json(const std::string& dir) {
   return out;
 }
 
-void print_env(const job::EnvInjection& inj) {
+void print_env(const planner::EnvInjection& inj) {
   std::printf("\nenvironment the job gets:\n");
   for (const auto& e : inj.assignments) {
     std::string shown = e.value;  // a value of several lines ($PARATUNE_ARGS_TEXT) stays readable
@@ -164,7 +164,7 @@ void print_env(const job::EnvInjection& inj) {
 // Off for this job (the policy, the option, the plugstack default): only the site's variables, if any.
 int print_off(const JobDryRunArgs& a, const Facts& f) {
   const auto& s = f.step;
-  const auto inj = s.mode.env_rules_apply ? job::policy_injection(s.policy, {}) : job::EnvInjection{};
+  const auto inj = s.mode.env_rules_apply ? planner::policy_injection(s.policy, {}) : planner::EnvInjection{};
   if (a.as_json) {
     std::printf("%s\n", json{{"mode", "off"}, {"why", s.mode.why}, {"env", env_json(inj)}, {"unset", inj.unset},
                              {"notes", f.notes}}.dump(2).c_str());
@@ -216,7 +216,7 @@ int run_job_dry_run(const JobDryRunArgs& a) {
   Facts f;
   try {
     f = gather(a);
-    if (f.step.mode.mode == job::Mode::Off) return print_off(a, f);
+    if (f.step.mode.mode == planner::Mode::Off) return print_off(a, f);
     job::DecideRequest r = job::decide_request(f.step);
     std::string base = a.write_dir;
     if (!base.empty()) fs::create_directories(base);  // DIR itself; DIR/paratune-<ID>/ is made as the job makes it

@@ -14,7 +14,7 @@ int client_post_opt(spank_t, int, char**) {
   auto& s = state();
   if (!s.option_given) return 0;
   // The option callback validated already; parse again in case Slurm skipped the callback path.
-  if (!s.spec) s.spec = job::parse_option_spec(s.option_text);
+  if (!s.spec) s.spec = planner::parse_option_spec(s.option_text);
   return 0;
 }
 

@@ -204,7 +204,7 @@ void load_profile() {
 
 // User values in the logs are capped and escaped (job/log_text.h): 16 variables of 100 kB must not become 1.6 MB
 // of slurmd log, nor a newline in a value a forged line.
-void log_outcome(const job::EnvOutcome& o) {
+void log_outcome(const planner::EnvOutcome& o) {
   for (const auto& k : o.kept) log().info("kept the user's {}={}", job::capped(k.name), job::capped(k.value));
   for (const auto& r : o.replaced)
     log().info("replaced the user's {}={}: {}", job::capped(r.name), job::capped(r.value), r.reason);
@@ -229,7 +229,7 @@ job::JobUser job_user(spank_t sp) {
 }
 
 // Who runs the job and what it has on this node (Slurm's items, and the GPU variables slurmstepd itself sets).
-void read_identity(spank_t sp, const job::JobEnvironment& env, unsigned step) {
+void read_identity(spank_t sp, const planner::JobEnvironment& env, unsigned step) {
   auto& s = state();
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
@@ -239,7 +239,7 @@ void read_identity(spank_t sp, const job::JobEnvironment& env, unsigned step) {
   s.job.uid = s.user.uid;
   s.job.gid = s.user.gid;
   s.job.user = s.user.known ? user_name(s.user.uid) : "unknown";
-  s.alloc = job::allocation_from_env(env, step == kBatchStep);
+  s.alloc = planner::allocation_from_env(env, step == kBatchStep);
   s.job.gpus_on_node = s.alloc.gpus_on_node;
 }
 
@@ -264,7 +264,7 @@ void record_partition_here(const std::string& partition) {
 // Partition, node count and node list of the step, from Slurm's own view (slurm_step_view.h): the batch step's
 // environment, which slurmd set; for any other step slurmctld, asked in a bounded child — unless the step only
 // inherits the job's plan and the job's partition is already recorded here (all such a step needs).
-StepView view_of_step(spank_t sp, const job::JobEnvironment& env, unsigned step) {
+StepView view_of_step(spank_t sp, const planner::JobEnvironment& env, unsigned step) {
   auto& s = state();
   if (step == kBatchStep) {
     StepView v = batch_step_view(env);
@@ -318,7 +318,7 @@ bool plan_readable_here(const std::string& path) {
 
 // A step that inherits the job's decision (srun inside the batch script, on any node): the node's fingerprint
 // against the plan's, the plan file's visibility here, both logged on this node and recorded for node 0's line.
-void check_inherited_plan(const job::JobEnvironment& env, const std::string& plan) {
+void check_inherited_plan(const planner::JobEnvironment& env, const std::string& plan) {
   auto& s = state();
   const auto fp = env.get("PARATUNE_FINGERPRINT").value_or("");
   if (fp != s.topology->fingerprint)
@@ -355,7 +355,7 @@ void read_fabric_placement() {
     log().info("job {} step {}: switch placement not used: {}", s.job.job_id, s.job.step_id, job::capped(leaves.problem));
     return;
   }
-  s.fabric = job::placement_from_leaves(s.node_names, leaves.leaf_of);
+  s.fabric = planner::placement_from_leaves(s.node_names, leaves.leaf_of);
   if (s.fabric)
     log().debug("job {} step {}: {} nodes under {} leaf switches", s.job.job_id, s.job.step_id,
                 s.fabric->node_order.size(), s.fabric->placement.nodes_per_leaf.size());
@@ -372,24 +372,24 @@ int post_opt(spank_t sp) {
   const PolicySource policy_file = read_policy_file();
   if (!s.option_given && !may_act_without_option(policy_file)) return 0;  // nothing to do: ask Slurm nothing
   take_step_view(view_of_step(sp, env, step));
-  const job::Allocation& alloc = s.alloc;
+  const planner::Allocation& alloc = s.alloc;
   if (!load_policy(policy_file, alloc.partition)) return 0;
   // Until the mode is known, a failure still leaves the site's variables in force for a job that asked for paratune.
   s.env_rules_apply = s.option_given || s.policy.env.all_jobs;
-  if (s.option_given) s.spec = job::parse_option_spec(s.option_text);
-  const auto md = job::decide_job_mode(s.spec ? &*s.spec : nullptr, s.config, s.policy, alloc.gpus_on_node);
+  if (s.option_given) s.spec = planner::parse_option_spec(s.option_text);
+  const auto md = planner::decide_job_mode(s.spec ? &*s.spec : nullptr, s.config, s.policy, alloc.gpus_on_node);
   s.mode = md.mode;
   s.mode_changes = md.changes;
   s.env_rules_apply = md.env_rules_apply;
-  if (md.mode == job::Mode::Off) {
+  if (md.mode == planner::Mode::Off) {
     s.role = md.env_rules_apply ? StepRole::PolicyOnly : StepRole::Off;
     if (s.option_given) log().info("job {} step {}: {}", s.job.job_id, s.job.step_id, md.why);
     return 0;
   }
-  if (!s.spec) s.spec = job::parse_option_spec("");  // on by default: the site's default scenario
+  if (!s.spec) s.spec = planner::parse_option_spec("");  // on by default: the site's default scenario
   open_job_log(s.config.log_dir, s.job.job_id);
   log().info("job {} step {}: {}", s.job.job_id, s.job.step_id, md.why);
-  if (const int components = job::het_job_components(env); components > 1) {
+  if (const int components = planner::het_job_components(env); components > 1) {
     // Components may differ in nodes, GPUs and partition, and a step may span several: one plan for one
     // homogeneous allocation does not describe that. Defined behaviour: no plan, the site's variables still hold.
     log().info("job {} step {}: heterogeneous job ({} components): paratune plans for homogeneous allocations "
@@ -433,11 +433,11 @@ int post_opt(spank_t sp) {
 }
 
 // The site's forced/default/forbidden variables alone: paratune is off for the step, or failed on the way.
-void inject_policy_env(job::JobEnvironment& env) {
+void inject_policy_env(planner::JobEnvironment& env) {
   auto& s = state();
-  const auto inj = job::policy_injection(s.policy, {});
+  const auto inj = planner::policy_injection(s.policy, {});
   s.env_injected = true;
-  log_outcome(job::inject(env, inj.assignments, inj.force, inj.unset));
+  log_outcome(planner::inject(env, inj.assignments, inj.force, inj.unset));
 }
 
 // What this step knows, for the one request builder the CLI's dry run shares (job/decide_request.h).
@@ -476,7 +476,7 @@ int user_init(spank_t sp) {
   // The @FILE read, its parse and the search run in a child that is the job's user, bounded in time: a hostile
   // scenario (50,000 nested tables, a 2^30 global batch) costs that child, never slurmstepd.
   job::DecidedJob d = job::decide_in_child(decide_request());
-  s.env_outcome = job::inject(env, d.injection.assignments, d.injection.force, d.injection.unset);
+  s.env_outcome = planner::inject(env, d.injection.assignments, d.injection.force, d.injection.unset);
   s.env_injected = true;
   s.report_path = env.get("PARATUNE_REPORT").value_or("");
   log().info("job {} step {}: {}; {} variables set, {} kept", s.job.job_id, s.job.step_id, d.summary,

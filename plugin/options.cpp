@@ -24,7 +24,7 @@ int on_option(int, const char* optarg, int remote) {
     s.option_given = true;
     s.option_text = value;
     // Validate on the client so a bad SPEC never reaches the queue; remote re-parses in post_opt.
-    if (!remote) s.spec = job::parse_option_spec(value);
+    if (!remote) s.spec = planner::parse_option_spec(value);
     return 0;
   } catch (const std::exception& e) {
     log().error("{}", e.what());
@@ -40,7 +40,7 @@ char kArgInfo[] = "SPEC";
 }  // namespace
 
 int register_option(spank_t sp) {
-  static std::string usage = job::option_usage();
+  static std::string usage = planner::option_usage();
   static spank_option option{kName, kArgInfo, usage.data(), 2 /* optional argument */, 0, on_option};
   spank_err_t rc = spank_option_register(sp, &option);
   if (rc != ESPANK_SUCCESS) log().error("could not register --paratune: {}", spank_strerror(rc));
@@ -58,7 +58,7 @@ static std::string short_host_name() {
 bool load_config(int ac, char** av) {
   auto& s = state();
   try {
-    s.config = job::parse_plugin_config(std::vector<std::string>(av, av + ac), short_host_name());
+    s.config = planner::parse_plugin_config(std::vector<std::string>(av, av + ac), short_host_name());
     s.config_ok = true;
   } catch (const std::exception& e) {
     log().error("plugstack.conf: {}; paratune is disabled", e.what());

@@ -28,30 +28,30 @@ enum class StepRole { Off, PolicyOnly, Inheriting, Deciding };
 
 struct PluginState {
   bool config_ok = false;                    // plugstack arguments parsed
-  job::PluginConfig config;
+  planner::PluginConfig config;
   bool option_given = false;                 // --paratune was on the command line / in the job
   std::string option_text;                   // its value ("" for bare --paratune)
-  std::optional<job::OptionSpec> spec;       // parsed (remote) or validated (local/allocator)
+  std::optional<planner::OptionSpec> spec;       // parsed (remote) or validated (local/allocator)
   // Remote context: set in init_post_opt (root), used in user_init and exit.
   policies::EffectivePolicy policy;          // the site policy for the job's partition (empty: none)
   std::optional<advisor::Calibration> calibration;  // the site's calibration file, when present and trusted
   std::optional<advisor::HardwareProfile> profile;  // the node type's hardware profile (profile=), when trusted
-  job::Mode mode = job::Mode::Off;           // as decided with the policy
+  planner::Mode mode = planner::Mode::Off;           // as decided with the policy
   std::vector<policies::PolicyChange> mode_changes;
   std::string fail_closed;                   // on_error = "closed" and something failed: task_init fails the step
   StepRole role = StepRole::Off;             // what this step does, settled in init_post_opt
   std::string report_path;                   // $PARATUNE_REPORT as the job has it (the user may have set it)
   std::optional<probe::Topology> topology;
   job::JobIdentity job;
-  job::Allocation alloc;                     // GPUs from the step's environment; partition and node count from Slurm
+  planner::Allocation alloc;                     // GPUs from the step's environment; partition and node count from Slurm
   job::JobUser user;                         // uid, gid, groups from Slurm (known = false when Slurm gave none)
   std::vector<std::string> node_names;       // the step's nodes, from Slurm (slurm_nodes.h); empty when withheld
   std::string node_list_problem;             // why the node list was withheld
-  std::optional<job::FabricPlacement> fabric;  // the deciding step's nodes under Slurm's leaf switches
+  std::optional<planner::FabricPlacement> fabric;  // the deciding step's nodes under Slurm's leaf switches
   bool env_rules_apply = false;              // the policy's forced/default/forbidden variables apply to this step
   bool env_injected = false;                 // the job's environment has had its variables (decision or policy)
   std::optional<job::DecidedJob> decision;   // what the deciding child answered
-  job::EnvOutcome env_outcome;
+  planner::EnvOutcome env_outcome;
   common::UniqueFd job_log_fd;                  // <log_dir>/jobs/<jobid>.log, opened as root
   std::vector<std::string> metric_failures;  // this step's failures by kind (job::failure_kind), for metrics_file
   std::shared_ptr<spdlog::logger> log;

@@ -75,7 +75,7 @@ StepNodes expand_node_list(const std::string& compact, int max_hosts) {
   return out;
 }
 
-StepNodes step_nodes(const job::JobEnvironment& env, bool batch_step, int node_count) {
+StepNodes step_nodes(const planner::JobEnvironment& env, bool batch_step, int node_count) {
   const auto value = env.get(node_list_variable(batch_step));
   if (!value) return withheld(std::string(node_list_variable(batch_step)) + " is not set");
   return expand_node_list(*value, node_count);

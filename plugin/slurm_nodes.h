@@ -30,6 +30,6 @@ const char* node_list_variable(bool batch_step);
 // compact or expanded. A list that breaks a bound is withheld (names empty) and `problem` says why.
 StepNodes expand_node_list(const std::string& compact, int max_hosts);
 
-StepNodes step_nodes(const job::JobEnvironment& env, bool batch_step, int node_count);
+StepNodes step_nodes(const planner::JobEnvironment& env, bool batch_step, int node_count);
 
 }  // namespace paratune::plugin

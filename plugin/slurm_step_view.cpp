@@ -78,8 +78,8 @@ SlurmctldStep ask_slurmctld(uint32_t job_id, uint32_t step_id, int timeout_ms) {
   return out;
 }
 
-StepView batch_step_view(const job::JobEnvironment& env) {
-  const job::Allocation a = job::allocation_from_env(env, true);
+StepView batch_step_view(const planner::JobEnvironment& env) {
+  const planner::Allocation a = planner::allocation_from_env(env, true);
   StepView v;
   v.partition = a.partition;
   v.partition_source = "the batch step's environment (set by slurmd)";

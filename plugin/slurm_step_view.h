@@ -48,7 +48,7 @@ struct StepView {
 
 // The batch step: the variables slurmd set (slurm_nodes.h, job/allocation.h). Throws std::invalid_argument on a
 // malformed SLURM_NNODES, as allocation_from_env does.
-StepView batch_step_view(const job::JobEnvironment& env);
+StepView batch_step_view(const planner::JobEnvironment& env);
 
 // Any other step, from slurmctld's answer; without one, from `recorded_partition` (the job's partition as an
 // earlier step on this node had it from Slurm) and `nnodes_item` (S_JOB_NNODES; 0 when not available).

@@ -1,4 +1,4 @@
-// The job's environment inside slurmstepd (spank_getenv/spank_setenv), as a job::JobEnvironment.
+// The job's environment inside slurmstepd (spank_getenv/spank_setenv), as a planner::JobEnvironment.
 #pragma once
 
 #include "paratune/planner/job_env.h"
@@ -6,7 +6,7 @@
 
 namespace paratune::plugin {
 
-class SpankEnvironment : public job::JobEnvironment {
+class SpankEnvironment : public planner::JobEnvironment {
  public:
   explicit SpankEnvironment(spank_t sp) : sp_(sp) {}
   std::optional<std::string> get(const std::string& name) const override;

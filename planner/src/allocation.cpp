@@ -3,7 +3,7 @@
 #include <charconv>
 #include <stdexcept>
 
-namespace paratune::job {
+namespace paratune::planner {
 
 namespace {
 
@@ -69,4 +69,4 @@ Allocation allocation_from_env(const JobEnvironment& env, bool batch_step) {
   return a;
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

@@ -9,7 +9,7 @@
 #include "paratune/planner/plan_json.h"
 #include "paratune/planner/scenario_builder.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 namespace {
 
@@ -170,15 +170,23 @@ Decision decide(const DecisionInput& in) {
   return d;
 }
 
-JobPlan plan_job(const DecisionInput& in, const std::vector<policies::PolicyChange>& mode_changes) {
-  JobPlan out{decide(in), {}};
-  Decision& d = out.decision;
+JobPlan plan_decision(Decision d, const policies::EffectivePolicy& policy,
+                      const std::vector<policies::PolicyChange>& mode_changes, const std::string& plan_dir) {
+  JobPlan out;
   d.policy_changes.insert(d.policy_changes.begin(), mode_changes.begin(), mode_changes.end());
-  // The policy's changes to the variables belong in the plan file; the paths it names do not change them.
-  const auto injection = policy_injection(in.policy, decision_env(d, "", ""));
-  d.policy_changes.insert(d.policy_changes.end(), injection.changes.begin(), injection.changes.end());
+  out.env = plan_dir.empty() ? decision_env(d, "", "")
+                             : decision_env(d, plan_dir + "/plan.json", plan_dir + "/report.jsonl");
+  out.injection = policy_injection(policy, out.env);
+  // The policy's changes to the variables belong in the plan file (the paths are PARATUNE_*: they change none).
+  d.policy_changes.insert(d.policy_changes.end(), out.injection.changes.begin(), out.injection.changes.end());
   out.files = decision_files(d);
+  out.decision = std::move(d);
   return out;
+}
+
+JobPlan plan_job(const DecisionInput& in, const std::vector<policies::PolicyChange>& mode_changes,
+                 const std::string& plan_dir) {
+  return plan_decision(decide(in), in.policy, mode_changes, plan_dir);
 }
 
 EnvInjection policy_injection(const policies::EffectivePolicy& policy, const std::vector<EnvAssignment>& wanted) {
@@ -310,4 +318,4 @@ std::vector<std::pair<std::string, std::string>> decision_files(const Decision& 
   return out;
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-namespace paratune::job {
+namespace paratune::planner {
 
 using nlohmann::json;
 
@@ -61,4 +61,4 @@ json parallel_groups(const advisor::Layout& l, int gpus_per_node, const std::vec
   return out;
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

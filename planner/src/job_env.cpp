@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace paratune::job {
+namespace paratune::planner {
 
 std::optional<std::string> MapEnvironment::get(const std::string& name) const {
   auto it = vars_.find(name);
@@ -44,4 +44,4 @@ EnvOutcome inject(JobEnvironment& env, const std::vector<EnvAssignment>& wanted,
   return out;
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

@@ -9,7 +9,7 @@
 #include "paratune/advisor/knobs.h"
 #include "paratune/advisor/scenario.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 namespace {
 
@@ -234,4 +234,4 @@ const char* option_usage() {
   return usage.c_str();
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

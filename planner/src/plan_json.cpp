@@ -4,7 +4,7 @@
 
 #include "paratune/tuning/scenario_json.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 using nlohmann::json;
 
@@ -77,4 +77,4 @@ json calibration_json(const advisor::Calibration& c, const advisor::Scenario& s)
   return {{"calibrated", e != nullptr}, {"entries", entries}};
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

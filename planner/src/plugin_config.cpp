@@ -1,6 +1,6 @@
 #include "paratune/planner/plugin_config.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 namespace {
 
@@ -124,4 +124,4 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std
   return c;
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

@@ -12,7 +12,7 @@
 #include "paratune/advisor/scenario_toml.h"
 #include "paratune/tuning/scenario_json.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 namespace {
 
@@ -287,4 +287,4 @@ void resolve_nvlink_assumption(const probe::Topology& topo, bool policy_sets_dom
   }
 }
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

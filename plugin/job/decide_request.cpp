@@ -9,7 +9,7 @@ std::string resolve_path(const std::string& path, const std::string& base) {
   return base + "/" + path;
 }
 
-std::vector<std::string> plan_dir_bases(const PluginConfig& config, const std::string& submit_dir) {
+std::vector<std::string> plan_dir_bases(const planner::PluginConfig& config, const std::string& submit_dir) {
   std::vector<std::string> bases;
   if (!config.job_dir.empty()) bases.push_back(config.job_dir);
   if (!submit_dir.empty()) bases.push_back(submit_dir);

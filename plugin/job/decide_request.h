@@ -17,16 +17,16 @@
 namespace paratune::job {
 
 struct StepFacts {
-  PluginConfig config;                            // the plugstack arguments
-  OptionSpec spec;                                // the --paratune SPEC as parsed
-  Allocation alloc;                               // partition and node count as Slurm sees the step
+  planner::PluginConfig config;                   // the plugstack arguments
+  planner::OptionSpec spec;                       // the --paratune SPEC as parsed
+  planner::Allocation alloc;                      // partition and node count as Slurm sees the step
   std::vector<std::string> node_names;            // the step's nodes in Slurm's order (empty: not known)
   probe::Topology topology;                       // this node, as probed (or the configured topology file)
   policies::EffectivePolicy policy;               // the site policy for the job's partition
-  policies::ModeDecision mode;                    // decide_job_mode() for the job
+  policies::ModeDecision mode;                    // planner::decide_job_mode() for the job
   std::optional<advisor::Calibration> calibration;
   std::optional<advisor::HardwareProfile> profile;
-  std::optional<FabricPlacement> fabric;          // the nodes under Slurm's leaf switches, when Slurm knows them
+  std::optional<planner::FabricPlacement> fabric;  // the nodes under Slurm's leaf switches, when Slurm knows them
   JobUser user;
   std::string job_id;
 };
@@ -36,7 +36,7 @@ std::string resolve_path(const std::string& path, const std::string& base);
 
 // Where the plan directory may go, in order: the configured job_dir, the submit directory (then the request's
 // fallback, a fresh directory under /tmp: decision_child.h).
-std::vector<std::string> plan_dir_bases(const PluginConfig& config, const std::string& submit_dir);
+std::vector<std::string> plan_dir_bases(const planner::PluginConfig& config, const std::string& submit_dir);
 
 // The request the deciding child (or decide_and_write in-process) answers.
 DecideRequest decide_request(const StepFacts& facts);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 #include <system_error>
 
@@ -46,30 +47,46 @@ std::string fresh_directory(const std::string& base, const std::string& job_id) 
 }
 
 // The plan directory: <base>/paratune-<job> in the first base where it can be the job user's own, else a fresh one
-// under the fallback base; written as the job's user, private unless the site lets the group read it.
-std::string write_job_files(const std::vector<std::pair<std::string, std::string>>& files, const DecideRequest& r) {
+// under the fallback base; written as the job's user, private unless the site lets the group read it. The files
+// come from `plan_in(dir)` (the plan for that directory), asked again only if writing into a directory failed; an
+// error of the plan's own is not a directory's and goes to the caller.
+using PlanFiles = std::vector<std::pair<std::string, std::string>>;
+std::string write_job_files(const std::function<const PlanFiles&(const std::string& dir)>& plan_in,
+                            const DecideRequest& r) {
   const mode_t dir_mode = r.group_readable ? 0750 : 0700, file_mode = r.group_readable ? 0640 : 0600;
   std::string last_error = "no directory to write to";
+  const auto write_into = [&](const std::string& dir, UniqueFd fd) {
+    const PlanFiles& files = plan_in(dir);
+    try {
+      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
+      return true;
+    } catch (const std::exception& e) {
+      last_error = e.what();
+      return false;
+    }
+  };
   for (const auto& base : r.dir_bases) {
     const std::string dir = base + "/paratune-" + job_dir_name(r.job_id);
+    UniqueFd fd;
     try {
-      auto fd = ensure_directory(dir, dir_mode, ::geteuid());  // another user's directory of that name is refused
-      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
-      return dir;
+      fd = ensure_directory(dir, dir_mode, ::geteuid());  // another user's directory of that name is refused
     } catch (const std::exception& e) {
       last_error = e.what();
+      continue;
     }
+    if (write_into(dir, std::move(fd))) return dir;
   }
   if (!r.fallback_base.empty()) {
+    std::string dir;
+    UniqueFd fd;
     try {
-      const std::string dir = fresh_directory(r.fallback_base, r.job_id);
-      UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      dir = fresh_directory(r.fallback_base, r.job_id);
+      fd = UniqueFd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!fd) throw std::system_error(errno, std::generic_category(), "open " + dir);
-      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
-      return dir;
     } catch (const std::exception& e) {
       last_error = e.what();
     }
+    if (fd && write_into(dir, std::move(fd))) return dir;
   }
   throw std::runtime_error("could not write the plan files: " + last_error);
 }
@@ -80,7 +97,7 @@ bool plain_name(const std::string& n) {
   return std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-std::string summary_of(const Decision& d, const std::string& dir) {
+std::string summary_of(const planner::Decision& d, const std::string& dir) {
   const auto& l = d.plan.layout;
   char figures[128];
   std::snprintf(figures, sizeof figures, "predicted %.3f s/step, %.0f tokens/s", d.plan.prediction.step_time_s,
@@ -93,7 +110,7 @@ std::string summary_of(const Decision& d, const std::string& dir) {
          " recompute=" + advisor::to_string(l.recompute) + " " + figures + "; plan " + dir + "/plan.json";
 }
 
-json assignments_json(const std::vector<EnvAssignment>& v) {
+json assignments_json(const std::vector<planner::EnvAssignment>& v) {
   json out = json::array();
   for (const auto& a : v) out.push_back({{"name", a.name}, {"value", a.value}, {"reason", a.reason}});
   return out;
@@ -102,7 +119,7 @@ json assignments_json(const std::vector<EnvAssignment>& v) {
 }  // namespace
 
 DecidedJob decide_and_write(const DecideRequest& request) {
-  DecisionInput in = request.input;
+  planner::DecisionInput in = request.input;
   if (!request.scenario_path.empty()) in.scenario_text = read_bounded(request.scenario_path, kMaxScenarioBytes);
   if (!request.resume_path.empty()) {
     try {
@@ -112,12 +129,20 @@ DecidedJob decide_and_write(const DecideRequest& request) {
       if (!request.resume_optional) throw;  // resume=PLAN names a file that must be there
     }
   }
-  const JobPlan plan = plan_job(in, request.mode_changes);
-  const Decision& d = plan.decision;
+  // Decided once; the environment, the policy's word on it and the files are made for the plan directory, once
+  // (again only for another directory, when writing into one failed).
+  const planner::Decision decided = planner::decide(in);
+  planner::JobPlan plan;
   DecidedJob out;
-  out.dir = write_job_files(plan.files, request);
-  out.wanted = decision_env(d, out.dir + "/plan.json", out.dir + "/report.jsonl");
-  out.injection = policy_injection(in.policy, out.wanted);
+  out.dir = write_job_files(
+      [&](const std::string& dir) -> const PlanFiles& {
+        plan = planner::plan_decision(decided, in.policy, request.mode_changes, dir);
+        return plan.files;
+      },
+      request);
+  const planner::Decision& d = plan.decision;
+  out.wanted = std::move(plan.env);
+  out.injection = std::move(plan.injection);
   out.record = decision_record(d);
   out.summary = summary_of(d, out.dir);
   for (const auto& c : d.policy_changes) out.changes.push_back(policies::describe(c));
@@ -147,12 +172,13 @@ DecidedJob decided_job_from_json(const json& j, const policies::EffectivePolicy&
   if (!wanted.is_array() || wanted.size() > kMaxDecisionVariables)
     throw std::runtime_error("the decision named more than " + std::to_string(kMaxDecisionVariables) + " variables");
   for (const auto& a : wanted) {
-    EnvAssignment v{a.at("name").get<std::string>(), a.at("value").get<std::string>(), a.at("reason").get<std::string>()};
+    planner::EnvAssignment v{a.at("name").get<std::string>(), a.at("value").get<std::string>(),
+                             a.at("reason").get<std::string>()};
     if (!plain_name(v.name)) throw std::runtime_error("the decision named a variable that is not a plain name: " + capped(v.name));
     d.wanted.push_back(std::move(v));
   }
   // The site's rules, applied here: whatever the child said about forced, default or forbidden variables.
-  d.injection = policy_injection(policy, d.wanted);
+  d.injection = planner::policy_injection(policy, d.wanted);
   d.record = j.at("record");
   if (!d.record.is_object()) throw std::runtime_error("the decision's record is not an object");
   d.summary = j.at("summary").get<std::string>();

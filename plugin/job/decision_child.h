@@ -24,7 +24,7 @@
 namespace paratune::job {
 
 struct DecideRequest {
-  DecisionInput input;                     // input.scenario_text is ignored: the child reads scenario_path
+  planner::DecisionInput input;            // input.scenario_text is ignored: the child reads scenario_path
   std::string scenario_path;               // the resolved @FILE path; "" when the option names none
   std::string resume_path;                 // resume=PLAN resolved, or a requeued job's previous plan.json; "" none
   bool resume_optional = false;            // the job's own earlier plan: absent means a first run, not an error
@@ -39,8 +39,8 @@ struct DecideRequest {
 
 struct DecidedJob {
   std::string dir;                         // the plan directory the child wrote
-  std::vector<EnvAssignment> wanted;       // the decision's variables, before the policy
-  EnvInjection injection;                  // what to do to the job's environment: policy_injection(policy, wanted)
+  std::vector<planner::EnvAssignment> wanted;  // the decision's variables, before the policy
+  planner::EnvInjection injection;         // what to do to the job's environment: policy_injection(policy, wanted)
   nlohmann::json record;                   // decision_record() of the decision
   std::string summary;                     // one line for the logs
   std::vector<std::string> changes;        // policy changes, described

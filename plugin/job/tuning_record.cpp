@@ -11,7 +11,7 @@ using nlohmann::json;
 namespace {
 
 // Environment values are the user's (kept, replaced, removed): capped so one job cannot bloat the site's log.
-json assignments(const std::vector<EnvAssignment>& v) {
+json assignments(const std::vector<planner::EnvAssignment>& v) {
   json out = json::object();
   for (const auto& a : v) out[capped(a.name)] = capped(a.value);
   return out;
@@ -21,7 +21,7 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 }  // namespace
 
-json decision_record(const Decision& d) {
+json decision_record(const planner::Decision& d) {
   const auto& p = d.plan.prediction;
   json changes = json::array();
   for (const auto& c : d.policy_changes) changes.push_back({{"what", capped(c.what)}, {"reason", capped(c.reason)}});
@@ -33,8 +33,8 @@ json decision_record(const Decision& d) {
           {"mode", to_string(d.mode)},
           {"framework", advisor::to_string(d.plan.framework)},
           {"framework_version", advisor::version_for(d.scenario, d.plan.framework).id},
-          {"scenario", to_json(d.scenario)},
-          {"plan", to_json(d.plan.layout)},
+          {"scenario", planner::to_json(d.scenario)},
+          {"plan", planner::to_json(d.plan.layout)},
           {"predicted", {{"step_time_s", p.step_time_s}, {"tokens_per_s", p.tokens_per_s},
                          {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu}, {"mfu", p.mfu},
                          {"memory_gib_per_gpu", p.memory_gib_per_gpu}, {"calibrated", d.calibrated}}},
@@ -42,8 +42,8 @@ json decision_record(const Decision& d) {
           {"notes", notes}};
 }
 
-json tuning_record(const JobIdentity& job, const OptionSpec& spec, const json& decision_part, const EnvOutcome& env,
-                   long long end_time_unix) {
+json tuning_record(const JobIdentity& job, const planner::OptionSpec& spec, const json& decision_part,
+                   const planner::EnvOutcome& env, long long end_time_unix) {
   json line = {{"version", 1},
                {"time", end_time_unix},
                {"job_id", job.job_id},
@@ -69,8 +69,8 @@ json tuning_record(const JobIdentity& job, const OptionSpec& spec, const json& d
   return line;
 }
 
-json tuning_record(const JobIdentity& job, const OptionSpec& spec, const Decision& d, const EnvOutcome& env,
-                   long long end_time_unix) {
+json tuning_record(const JobIdentity& job, const planner::OptionSpec& spec, const planner::Decision& d,
+                   const planner::EnvOutcome& env, long long end_time_unix) {
   return tuning_record(job, spec, decision_record(d), env, end_time_unix);
 }
 

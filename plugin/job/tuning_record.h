@@ -20,13 +20,13 @@ struct JobIdentity {
 
 // The decision's part of the line: gpu_model, fingerprint, mode, scenario, plan, predicted, policy_changes, notes.
 // Made where the decision is made (a child process in slurmstepd), carried back as JSON.
-nlohmann::json decision_record(const Decision& d);
+nlohmann::json decision_record(const planner::Decision& d);
 
 // The whole line. User-derived values (the option, environment values) are capped (log_text.h).
-nlohmann::json tuning_record(const JobIdentity& job, const OptionSpec& spec, const nlohmann::json& decision_part,
-                             const EnvOutcome& env, long long end_time_unix);
-nlohmann::json tuning_record(const JobIdentity& job, const OptionSpec& spec, const Decision& d,
-                             const EnvOutcome& env, long long end_time_unix);
+nlohmann::json tuning_record(const JobIdentity& job, const planner::OptionSpec& spec,
+                             const nlohmann::json& decision_part, const planner::EnvOutcome& env, long long end_time_unix);
+nlohmann::json tuning_record(const JobIdentity& job, const planner::OptionSpec& spec, const planner::Decision& d,
+                             const planner::EnvOutcome& env, long long end_time_unix);
 
 // The text appended to the tuning log: one line of at most kMaxTuningLine bytes. When the record is larger, the
 // bulky fields (scenario, notes, env_*, policy_changes) are replaced by what they held in size and the line says

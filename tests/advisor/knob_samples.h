@@ -1,5 +1,5 @@
 // A value for a knob that differs from what a base scenario holds, as the knob's getter gives it back: the surface
-// tests (test_knobs.cpp, tests/tuning/knob_json_test.cpp, tests/unit/knob_spec_test.cpp) set it through a surface
+// tests (knobs_test.cpp, tests/tuning/knob_json_test.cpp, tests/planner/knob_spec_test.cpp) set it through a surface
 // and look for it in the scenario that comes out.
 #pragma once
 

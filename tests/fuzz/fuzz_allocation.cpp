@@ -14,10 +14,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto eq = line.find('=');
     if (eq != std::string::npos) vars[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  const job::MapEnvironment env(vars);
+  const planner::MapEnvironment env(vars);
   try {
     // The step kind from the input too: the first byte's low bit.
-    const job::Allocation a = job::allocation_from_env(env, size > 0 && (data[0] & 1));
+    const planner::Allocation a = planner::allocation_from_env(env, size > 0 && (data[0] & 1));
     FUZZ_CHECK(a.nodes >= 1 && a.gpus_on_node >= 0 && a.gpu_indexes.size() <= 4096 + 4097);
     for (int i : a.gpu_indexes) FUZZ_CHECK(i >= 0);
   } catch (const std::invalid_argument&) {

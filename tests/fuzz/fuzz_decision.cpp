@@ -60,10 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view spec_text = text.substr(0, nl);
   const std::string scenario_text(nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1));
 
-  job::DecisionInput in;
+  planner::DecisionInput in;
   try {
-    in.spec = job::parse_option_spec(spec_text);
-  } catch (const job::SpecError&) {
+    in.spec = planner::parse_option_spec(spec_text);
+  } catch (const planner::SpecError&) {
     return 0;  // rejected at submit time: never reaches a node
   }
   const int which = sel & 1;
@@ -73,12 +73,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   in.alloc.nodes = 1 << (2 * ((sel >> 5) & 3));  // 1, 4, 16, 64 nodes
   for (auto& g : in.topology.gpus) g.in_allocation = g.index < gpus;
   if (sel & 0x80) in.policy = strict_policy();
-  in.mode = in.spec.mode.value_or(job::Mode::Apply);
-  if (in.mode == job::Mode::Off) in.mode = job::Mode::Suggest;
+  in.mode = in.spec.mode.value_or(planner::Mode::Apply);
+  if (in.mode == planner::Mode::Off) in.mode = planner::Mode::Suggest;
   in.scenario_text = scenario_text;
-  job::Decision d;
+  planner::Decision d;
   try {
-    d = job::decide(in);
+    d = planner::decide(in);
   } catch (const std::exception&) {
     return 0;  // logged, the job runs untouched
   }
@@ -86,11 +86,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.cp >= 1 && l.micro_batch >= 1);
   FUZZ_CHECK(static_cast<long>(l.tp) * l.pp * l.dp * l.cp == static_cast<long>(gpus) * in.alloc.nodes);
   if (sel & 0x80) FUZZ_CHECK(l.tp <= 2 && l.pp <= 4 && l.micro_batch <= 2);
-  const auto env = job::decision_env(d, "/tmp/paratune-1/plan.json", "/tmp/paratune-1/report.jsonl");
-  const auto inj = job::policy_injection(in.policy, env);
-  job::MapEnvironment jobenv({{"NCCL_IB_HCA", "user"}, {"PARATUNE_TP", "3"}, {"NCCL_NVLS_ENABLE", "1"}});
-  const auto outcome = job::inject(jobenv, inj.assignments, inj.force, inj.unset);
-  (void)job::decision_files(d);
+  const auto env = planner::decision_env(d, "/tmp/paratune-1/plan.json", "/tmp/paratune-1/report.jsonl");
+  const auto inj = planner::policy_injection(in.policy, env);
+  planner::MapEnvironment jobenv({{"NCCL_IB_HCA", "user"}, {"PARATUNE_TP", "3"}, {"NCCL_NVLS_ENABLE", "1"}});
+  const auto outcome = planner::inject(jobenv, inj.assignments, inj.force, inj.unset);
+  (void)planner::decision_files(d);
   job::JobIdentity who;
   who.job_id = "1";
   who.step_id = "batch";

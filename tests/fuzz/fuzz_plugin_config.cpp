@@ -7,10 +7,10 @@ using namespace paratune;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto args = fuzz::split(fuzz::as_view(data, size), '\n', 256);
-  job::PluginConfig c;
+  planner::PluginConfig c;
   try {
-    c = job::parse_plugin_config(args);
-  } catch (const job::ConfigError& e) {
+    c = planner::parse_plugin_config(args);
+  } catch (const planner::ConfigError& e) {
     FUZZ_CHECK(std::string_view(e.what()).find("plugstack argument") != std::string_view::npos);
     return 0;
   }
@@ -18,6 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!p->empty() && p->front() == '/');
   FUZZ_CHECK(c.job_dir.empty() || c.job_dir.front() == '/');
   FUZZ_CHECK(c.topology.empty() || c.topology.front() == '/' || c.topology.rfind("builtin:", 0) == 0);
-  FUZZ_CHECK(c.default_mode != job::Mode::Off);
+  FUZZ_CHECK(c.default_mode != planner::Mode::Off);
   return 0;
 }

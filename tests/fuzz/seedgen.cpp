@@ -215,15 +215,15 @@ int main(int argc, char** argv) {
          std::vector<std::tuple<std::string, std::string, int>>{{"builtin:nvidia-dgx2", "llama3-8b", 8},
                                                                 {"builtin:lassen", "gpt3-1.3b,mode=suggest", 4},
                                                                 {"builtin:nvidia-dgx2", "llama2-13b,gbs=512,framework=deepspeed", 16}}) {
-      job::DecisionInput in;
+      planner::DecisionInput in;
       probe::ProbeOptions o;
       o.topology_file = builtin;
       in.topology = probe::probe(o);
-      in.spec = job::parse_option_spec(spec_text);
+      in.spec = planner::parse_option_spec(spec_text);
       in.alloc.gpus_on_node = gpus;
       in.alloc.nodes = 2;
-      in.mode = in.spec.mode.value_or(job::Mode::Apply);
-      const job::Decision d = job::decide(in);
+      in.mode = in.spec.mode.value_or(planner::Mode::Apply);
+      const planner::Decision d = planner::decide(in);
       job::JobIdentity who;
       who.job_id = std::to_string(t % 1000);
       who.step_id = "batch";

@@ -141,34 +141,34 @@ TEST(FuzzRegression, TopologyJsonNumberBeyondDoubleIsAProbeError) {
 // ran untouched although its scenario was fine, and the tuning-log line (ctx_remote.cpp: line.dump()) would throw
 // the same way. Plan files and the log line must be written (invalid bytes replaced).
 TEST(FuzzRegression, ScenarioFileNameNotUtf8StillGivesPlanFiles) {
-  job::DecisionInput in;
+  planner::DecisionInput in;
   probe::ProbeOptions o;
   o.topology_file = "builtin:nvidia-dgx2";
   in.topology = probe::probe(o);
-  in.spec = job::parse_option_spec("@s\xff.toml");
+  in.spec = planner::parse_option_spec("@s\xff.toml");
   in.scenario_text = "[model]\npreset = \"gpt3-1.3b\"\n[training]\nglobal_batch = 64\n";
   in.alloc.gpus_on_node = 8;
   for (auto& g : in.topology.gpus) g.in_allocation = g.index < 8;
-  const job::Decision d = job::decide(in);
-  EXPECT_NO_THROW(job::decision_files(d));
+  const planner::Decision d = planner::decide(in);
+  EXPECT_NO_THROW(planner::decision_files(d));
 }
 
 // Issue 14: `--paratune=@deep.toml` with one 100 kB table header [a.a.a...] (50,000 segments): TOML++ recursed
 // once per segment and slurmstepd died of SIGSEGV. The depth is checked before TOML++ sees the text (the same
 // inputs, and deep dotted keys, inline tables and arrays, are replayed from the generated seeds: seedgen.cpp).
 TEST(FuzzRegression, ScenarioFileNestedDeepIsAnErrorNotACrash) {
-  job::DecisionInput in;
+  planner::DecisionInput in;
   probe::ProbeOptions o;
   o.topology_file = "builtin:nvidia-dgx2";
   in.topology = probe::probe(o);
-  in.spec = job::parse_option_spec("@deep.toml");
+  in.spec = planner::parse_option_spec("@deep.toml");
   in.scenario_text = "[a";
   for (int i = 1; i < 50000; ++i) in.scenario_text += ".a";
   in.scenario_text += "]\n";
   in.alloc.gpus_on_node = 8;
   for (auto& g : in.topology.gpus) g.in_allocation = g.index < 8;
   try {
-    (void)job::decide(in);
+    (void)planner::decide(in);
     FAIL() << "no error";
   } catch (const std::invalid_argument& e) {
     const std::string m = e.what();

@@ -6,7 +6,7 @@
 
 #include "paratune/planner/job_env.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 struct Allocation {
   int nodes = 1;                  // batch step: SLURM_NNODES (S_JOB_NNODES is 0 there); other steps: left 1 here
@@ -37,4 +37,4 @@ int het_job_components(const JobEnvironment& env);
 // "0,1,3" → {0,1,3}; ranges "0-3" are accepted too (Slurm writes them in some versions).
 std::vector<int> parse_index_list(const std::string& name, const std::string& text);
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

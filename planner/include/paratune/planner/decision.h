@@ -21,7 +21,7 @@
 #include "paratune/probe/topology.h"
 #include "paratune/planner/plugin_config.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 struct DecisionInput {
   PluginConfig config;
@@ -83,12 +83,21 @@ struct EnvInjection {
 EnvInjection policy_injection(const policies::EffectivePolicy& policy, const std::vector<EnvAssignment>& wanted);
 
 // A job's whole plan: the decision with the site policy's changes to its variables recorded (they belong in
-// plan.json), and the plan files. `mode_changes`: what the policy changed while the mode was decided.
+// plan.json), its environment and the policy's word on it, and the plan files. Each is made once here and passed
+// along. `mode_changes`: what the policy changed while the mode was decided; `plan_dir`: where the plan files go
+// (it names $PARATUNE_PLAN, $PARATUNE_ARGS and $PARATUNE_REPORT; "" leaves them out). The files do not depend on
+// `plan_dir`, nor do the policy's changes: PARATUNE_* are never subject to the policy's env rules.
 struct JobPlan {
   Decision decision;
+  std::vector<EnvAssignment> env;  // decision_env(): the variables the decision wants, before the policy
+  EnvInjection injection;          // policy_injection(policy, env): what to do to the job's environment
   std::vector<std::pair<std::string, std::string>> files;  // decision_files(): name → content
 };
-JobPlan plan_job(const DecisionInput& in, const std::vector<policies::PolicyChange>& mode_changes = {});
+JobPlan plan_job(const DecisionInput& in, const std::vector<policies::PolicyChange>& mode_changes = {},
+                 const std::string& plan_dir = "");
+// The same for a decision already made (decide()), so that a caller can choose the plan directory after deciding.
+JobPlan plan_decision(Decision d, const policies::EffectivePolicy& policy,
+                      const std::vector<policies::PolicyChange>& mode_changes, const std::string& plan_dir);
 
 // The plan file's content ($PARATUNE_PLAN).
 nlohmann::json decision_json(const Decision& d);
@@ -105,4 +114,4 @@ std::string primary_args_file(const Decision& d);
 std::string primary_args_text(const Decision& d);
 inline constexpr size_t kMaxArgsTextBytes = 32u << 10;
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

@@ -13,7 +13,7 @@
 #include "paratune/advisor/placement.h"
 #include "paratune/advisor/plan.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 struct FabricPlacement {
   std::vector<std::string> node_order;   // the job's nodes in rank order: leaf by leaf, Slurm's order within a leaf
@@ -32,4 +32,4 @@ std::optional<FabricPlacement> placement_from_leaves(const std::vector<std::stri
 nlohmann::json parallel_groups(const advisor::Layout& l, int gpus_per_node, const std::vector<std::string>& node_order,
                                size_t max_groups = 64);
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

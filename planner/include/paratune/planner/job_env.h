@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace paratune::job {
+namespace paratune::planner {
 
 class JobEnvironment {
  public:
@@ -50,4 +50,4 @@ struct EnvOutcome {
 EnvOutcome inject(JobEnvironment& env, const std::vector<EnvAssignment>& wanted,
                   const std::vector<std::string>& force = {}, const std::vector<std::string>& unset = {});
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

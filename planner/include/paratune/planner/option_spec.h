@@ -19,7 +19,7 @@
 
 #include "paratune/policies/policy.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 // One notion of mode for the option, the plugstack default and the site policy.
 using Mode = policies::Mode;
@@ -49,4 +49,4 @@ OptionSpec parse_option_spec(std::string_view text);
 // The usage text shown by `sbatch --help` (kept short: Slurm prints it in one column).
 const char* option_usage();
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

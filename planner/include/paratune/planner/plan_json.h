@@ -7,7 +7,7 @@
 #include "paratune/advisor/plan.h"
 #include "paratune/advisor/scenario.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 nlohmann::json to_json(const advisor::Scenario& s);
 nlohmann::json to_json(const advisor::Layout& l);
@@ -21,4 +21,4 @@ nlohmann::json to_json(const advisor::Plan& p);
 // "oom_jobs", "near_limit_jobs"}]} (only the entries that applied; "" = any).
 nlohmann::json calibration_json(const advisor::Calibration& c, const advisor::Scenario& s);
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

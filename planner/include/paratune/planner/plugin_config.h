@@ -7,7 +7,7 @@
 
 #include "paratune/planner/option_spec.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 struct ConfigError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
@@ -42,4 +42,4 @@ PluginConfig parse_plugin_config(const std::vector<std::string>& args, const std
 // The expansion itself (exposed for tests): throws ConfigError naming `arg` for an unknown %-sequence.
 std::string expand_host_pattern(const std::string& arg, const std::string& pattern, const std::string& short_host);
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

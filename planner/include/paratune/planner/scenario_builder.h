@@ -10,7 +10,7 @@
 #include "paratune/probe/topology.h"
 #include "paratune/planner/plugin_config.h"
 
-namespace paratune::job {
+namespace paratune::planner {
 
 // The advisor's view of the node, restricted to the allocation's GPUs. Throws std::runtime_error when the
 // topology cannot support a decision (no GPU, GPUs of mixed models).
@@ -50,4 +50,4 @@ void apply_resume(advisor::Scenario& s, const std::string& plan_text, const std:
 // The default global batch when the user gave none: about 4 Mi tokens, at least one sequence per GPU.
 int default_global_batch(int seq_len, int total_gpus);
 
-}  // namespace paratune::job
+}  // namespace paratune::planner

@@ -2,7 +2,7 @@
 
 #include "paratune/planner/job_env.h"
 
-using namespace paratune::job;
+using namespace paratune::planner;
 using Vars = std::map<std::string, std::string>;
 
 TEST(Inject, NeverOverwritesTheUsersValue) {

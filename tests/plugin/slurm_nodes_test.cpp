@@ -38,11 +38,11 @@ TEST(SlurmNodes, AnOversizeListIsWithheld) {
 }
 
 TEST(SlurmNodes, OnlyTheVariableSlurmSetsForTheStepKindIsRead) {
-  job::MapEnvironment env({{"SLURM_JOB_NODELIST", "evil[0-9]"}, {"SLURM_STEP_NODELIST", "n[1-2]"}});
+  planner::MapEnvironment env({{"SLURM_JOB_NODELIST", "evil[0-9]"}, {"SLURM_STEP_NODELIST", "n[1-2]"}});
   const auto step = step_nodes(env, false, 2);  // an srun step: srun sets SLURM_STEP_NODELIST
   EXPECT_EQ(step.names, (std::vector<std::string>{"n1", "n2"}));
-  job::MapEnvironment batch({{"SLURM_JOB_NODELIST", "b1"}, {"SLURM_STEP_NODELIST", "evil"}});
+  planner::MapEnvironment batch({{"SLURM_JOB_NODELIST", "b1"}, {"SLURM_STEP_NODELIST", "evil"}});
   EXPECT_EQ(step_nodes(batch, true, 1).names, (std::vector<std::string>{"b1"}));  // slurmd sets the job's
-  job::MapEnvironment none;
+  planner::MapEnvironment none;
   EXPECT_FALSE(step_nodes(none, true, 1).problem.empty());
 }

@@ -2,7 +2,7 @@
 
 #include "paratune/planner/plugin_config.h"
 
-using namespace paratune::job;
+using namespace paratune::planner;
 
 TEST(PluginConfig, Defaults) {
   auto c = parse_plugin_config({});

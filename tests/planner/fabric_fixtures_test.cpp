@@ -152,11 +152,11 @@ std::optional<Outcome> plan_for(const Case& c, std::string& why_not) {
   }
   Outcome out;
   out.topology = t;
-  job::Allocation alloc;
+  planner::Allocation alloc;
   alloc.nodes = 8;
   advisor::Scenario& s = out.scenario;
   try {
-    s.cluster = job::cluster_from_topology(t, alloc, out.notes);
+    s.cluster = planner::cluster_from_topology(t, alloc, out.notes);
   } catch (const std::exception& e) {
     why_not = e.what();
     return std::nullopt;

@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include "paratune/planner/option_spec.h"
 #include "paratune/planner/scenario_builder.h"
 #include "test_topologies.h"
 
 using namespace paratune;
-using namespace paratune::job;
+using namespace paratune::planner;
 
 TEST(OptionSpec, BareOptionMeansDefaults) {
   auto s = parse_option_spec("");
@@ -50,6 +52,10 @@ struct BadSpec {
   const char* names;   // the message must contain this (the bad token)
   const char* lists;   // ... and this (what is valid)
 };
+
+// The case's name in ctest is its SPEC (ctest names a value-parameterized test by the printed value; a struct of
+// pointers would print as its bytes, addresses that change from one build to the next).
+std::ostream& operator<<(std::ostream& os, const BadSpec& c) { return os << c.spec; }
 
 class OptionSpecBad : public ::testing::TestWithParam<BadSpec> {};
 

@@ -55,7 +55,7 @@ TEST(StepView, NoStepRecordMeansNoNamesButThePartitionHolds) {
 }
 
 TEST(StepView, TheBatchStepIsWhatSlurmdSet) {
-  paratune::job::MapEnvironment env(std::map<std::string, std::string>{
+  paratune::planner::MapEnvironment env(std::map<std::string, std::string>{
       {"SLURM_JOB_PARTITION", "gpu"}, {"SLURM_NNODES", "2"}, {"SLURM_JOB_NODELIST", "mn[0-1]"},
       {"SLURM_STEP_NODELIST", "forged[1-64]"}});
   const auto v = batch_step_view(env);

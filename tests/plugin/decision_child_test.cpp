@@ -13,6 +13,7 @@
 
 using namespace paratune;
 using namespace paratune::job;
+using namespace paratune::planner;
 using paratune::fixtures::TempDir;
 
 namespace {

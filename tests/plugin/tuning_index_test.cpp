@@ -55,7 +55,7 @@ std::string plugin_line(const std::string& job_id, long long end_time, double ac
   s.cluster.gpu_nic_path = "PIX";
   advisor::SearchLimits lim;
   lim.top_n = 1;
-  job::Decision d;
+  planner::Decision d;
   d.plan = advisor::advise(s, lim);
   s.training.framework = d.plan.framework;
   d.scenario = s;
@@ -74,10 +74,10 @@ std::string plugin_line(const std::string& job_id, long long end_time, double ac
   who.gpus_on_node = 8;
   who.nodelist = "gpu[001-002]";
   who.state = "completed";
-  job::EnvOutcome env;
-  env.set = job::decision_env(d, "/var/log/paratune/jobs/" + job_id + "/plan.json",
+  planner::EnvOutcome env;
+  env.set = planner::decision_env(d, "/var/log/paratune/jobs/" + job_id + "/plan.json",
                               "/var/log/paratune/jobs/" + job_id + "/report.jsonl");
-  auto record = job::tuning_record(who, job::parse_option_spec("llama3-8b"), d, env, end_time);
+  auto record = job::tuning_record(who, planner::parse_option_spec("llama3-8b"), d, env, end_time);
   record["node_checks"] = {{"checked", 2}, {"mismatch", nlohmann::json::array()},
                            {"plan_unreadable", nlohmann::json::array()}};
   tuning::ReportSummary r;
@@ -205,7 +205,7 @@ TEST(TuningLogDoc, TheExampleLineIsWhatThePluginWrites) {
   EXPECT_EQ(tuning::usable_samples(log.entries, {}, &skipped).size(), 1u) << tuning::skipped_summary(skipped);
   const fs::path doc = fs::path(PARATUNE_SOURCE_ROOT) / "docs/tuning-log.md";
   std::string text = slurp(doc);
-  const std::string begin = "<!-- example line: tests/unit/tuning_index_test.cpp -->\n```json\n", end = "```\n";
+  const std::string begin = "<!-- example line: tests/plugin/tuning_index_test.cpp -->\n```json\n", end = "```\n";
   const size_t a = text.find(begin);
   ASSERT_NE(a, std::string::npos) << "docs/tuning-log.md has no example line marker";
   const size_t from = a + begin.size(), b = text.find(end, from);

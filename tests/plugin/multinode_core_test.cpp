@@ -21,6 +21,7 @@
 
 using namespace paratune;
 using namespace paratune::job;
+using namespace paratune::planner;
 using namespace paratune::common;
 
 namespace {

@@ -4,7 +4,7 @@
 #include "test_topologies.h"
 
 using namespace paratune;
-using namespace paratune::job;
+using namespace paratune::planner;
 
 TEST(ClusterFromTopology, WholeNode) {
   auto topo = fixtures::dgx_a100_like();

@@ -7,7 +7,7 @@
 #include "test_topologies.h"
 
 using namespace paratune;
-using namespace paratune::job;
+using namespace paratune::planner;
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include "test_topologies.h"
 
 using namespace paratune;
-using namespace paratune::job;
+using namespace paratune::planner;
 using advisor::Knob;
 using advisor::KnobType;
 using advisor::KnobValue;

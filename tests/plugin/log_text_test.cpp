@@ -7,6 +7,7 @@
 #include "paratune/tuning/tuning_log.h"
 
 using namespace paratune::job;
+using namespace paratune::planner;
 
 TEST(LogText, ShortValuesAreUnchanged) {
   EXPECT_EQ(capped("mlx5_0:1"), "mlx5_0:1");

@@ -10,7 +10,7 @@
 #include "test_topologies.h"
 
 using namespace paratune;
-using namespace paratune::job;
+using namespace paratune::planner;
 
 namespace {
 
@@ -115,4 +115,36 @@ TEST(Planner, PlanJobRecordsThePolicysVariableChangesAndMakesTheFilesOnce) {
   EXPECT_EQ(plan.files.front().first, "plan.json");
   EXPECT_NE(plan.files.front().second.find("NCCL_DEBUG"), std::string::npos);  // the change is in plan.json
   EXPECT_EQ(plan.files, decision_files(plan.decision));
+}
+
+namespace {
+std::vector<std::string> names_and_values(const std::vector<EnvAssignment>& v) {
+  std::vector<std::string> out;
+  for (const auto& a : v) out.push_back(a.name + "=" + a.value);
+  return out;
+}
+}  // namespace
+
+// The environment and the policy's word on it come with the plan, made for its directory: the paths name it, the
+// plan files and the policy's changes do not depend on it (PARATUNE_* are never subject to env rules).
+TEST(Planner, PlanJobCarriesTheEnvironmentForItsDirectory) {
+  auto in = job_input(fixtures::dgx_a100_like());
+  in.mode = Mode::Apply;
+  in.policy.env.force["NCCL_DEBUG"] = "WARN";
+  in.policy.env.forbid = {"NCCL_IB_DISABLE"};
+  const Decision decided = decide(in);  // one decision (its plan.json carries the search's own time)
+  const auto placed = plan_decision(decided, in.policy, {}, "/plans/job-7");
+  const auto unplaced = plan_decision(decided, in.policy, {}, "");
+  EXPECT_EQ(names_and_values(placed.env),
+            names_and_values(decision_env(placed.decision, "/plans/job-7/plan.json", "/plans/job-7/report.jsonl")));
+  EXPECT_EQ(names_and_values(unplaced.env), names_and_values(decision_env(unplaced.decision, "", "")));
+  const auto injected = policy_injection(in.policy, placed.env);
+  EXPECT_EQ(names_and_values(placed.injection.assignments), names_and_values(injected.assignments));
+  EXPECT_EQ(placed.injection.force, injected.force);
+  EXPECT_EQ(placed.injection.unset, std::vector<std::string>{"NCCL_IB_DISABLE"});
+  bool names_plan = false;
+  for (const auto& a : placed.injection.assignments)
+    names_plan |= a.name == "PARATUNE_PLAN" && a.value == "/plans/job-7/plan.json";
+  EXPECT_TRUE(names_plan);
+  EXPECT_EQ(placed.files, unplaced.files);  // byte for byte, whichever directory they go to
 }
