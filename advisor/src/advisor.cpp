@@ -163,10 +163,20 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
            (l.pp > 1 ? " with pipeline parallelism" : "");
   if (!runs_recompute(f, l.recompute)) return std::string(to_string(f)) + ": activation checkpointing is none or full";
   if (l.shard_group > 0) {
-    if (l.zero_stage < 2) return "shard_group (hybrid sharding) needs zero_stage >= 2";
+    if (l.zero_stage < 1) return "shard_group (a sharding scope) needs zero_stage >= 1";
+    // Megatron-Core asserts the same for ZeRO-1 (parallel_state.py: "Data parallel size should be divisible by
+    // partial DistOpt shard factor"), FSDP's and torchtitan's meshes for ZeRO >= 2.
     if ((l.dp * l.cp) % l.shard_group != 0) return "shard_group must divide dp*cp";
-    if (!traits(f).hybrid_shard)
+    if (l.zero_stage == 1 && !runs_shard_scope(f, 1))
+      return std::string("shard_group with zero_stage 1 (distributed-optimizer instances, "
+                         "--num-distributed-optimizer-instances) is planned for megatron and nemo only, not ") +
+             to_string(f);
+    if (l.zero_stage >= 2 && !runs_shard_scope(f, l.zero_stage))
       return std::string("shard_group (hybrid sharding) is planned for fsdp and torchtitan only, not ") + to_string(f);
+    const int instances = l.optimizer_instances(), edp = l.tp * l.cp * l.dp / std::max(1, l.ep * l.etp);
+    if (s.model.is_moe() && instances > 1 && edp % instances != 0)  // parallel_state.py
+      return "expert data-parallel size " + std::to_string(edp) + " must be divisible by the " +
+             std::to_string(instances) + " distributed-optimizer instances (dp*cp / shard_group)";
   }
   if (const std::string why = moe_layout_problem(s, l, f); !why.empty()) return why;
   if (const std::string why = stage_layout_problem(s, l, f); !why.empty()) return why;
@@ -333,15 +343,21 @@ std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Spli
   return vs;
 }
 
-// Hybrid-sharding group sizes: none, or one node's GPUs for FSDP-style ZeRO >= 2 across nodes.
+// Sharding-scope sizes: none, or one node's GPUs for FSDP-style ZeRO >= 2 across nodes; for Megatron's ZeRO-1 the
+// data-parallel ranks of one node (distributed-optimizer instances). Megatron-Core cuts its dp-cp rank list into
+// contiguous instances (parallel_state.py, INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP) and orders ranks tp-cp-ep-dp-pp,
+// so k data-parallel ranks of an instance sit on k * tp consecutive GPUs: one node holds gpus_per_node / tp of them.
 std::vector<int> shard_groups(const Scenario& s, Framework f, int z, const Split& d) {
   const int g = s.cluster.gpus_per_node, replicas = d.dp * d.cp;
   if (const auto& want = s.parallel.shard_group) {  // the scenario fixes the scope: that one, where it can be
-    const bool ok = *want == 0 || (traits(f).hybrid_shard && z >= 2 && replicas % *want == 0);
+    const bool ok = *want == 0 || (runs_shard_scope(f, z) && replicas % *want == 0);
     return ok ? std::vector<int>{*want} : std::vector<int>{};
   }
   std::vector<int> groups{0};
   if (traits(f).hybrid_shard && z >= 2 && replicas > g && replicas % g == 0) groups.push_back(g);
+  const int node_ranks = g % d.tp == 0 ? g / d.tp : 0;
+  if (z == 1 && runs_shard_scope(f, 1) && node_ranks >= 2 && replicas > node_ranks && replicas % node_ranks == 0)
+    groups.push_back(node_ranks);
   return groups;
 }
 

@@ -399,7 +399,8 @@ const Knob kKnobs[] = {
      [](Scenario& s, const KnobValue& v) { s.parallel.dispatcher = dispatcher_from_string(as_text(v)); },
      [](const Scenario& s) { return of(s.parallel.dispatcher); }},
     {"parallel", "shard_group", KnobType::Int, 0, 1048576, "N", surface::kToml | surface::kJson, "", 0, "",
-     "ZeRO-2/3 sharding scope in data-parallel ranks (FSDP/torchtitan HSDP; 0 = all of them)",
+     "sharding scope in data-parallel ranks (ZeRO-2/3: FSDP/torchtitan HSDP; ZeRO-1: megatron/nemo "
+     "distributed-optimizer instances); 0 = all of them",
      [](Scenario& s, const KnobValue& v) { s.parallel.shard_group = as_int(v); },
      [](const Scenario& s) { return of(s.parallel.shard_group); }},
     {"parallel", "first_stage_layers", KnobType::Int, 1, 1048576, "N", surface::kToml | surface::kJson, "", 0, "",

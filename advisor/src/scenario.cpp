@@ -7,6 +7,7 @@
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/scenario.h"
 
+#include "paratune/advisor/framework_traits.h"
 #include "paratune/advisor/framework_versions.h"
 
 namespace paratune::advisor {
@@ -305,8 +306,11 @@ void validate(const Scenario& s) {
     bad("parallel.recompute_modules", "names the modules of selective recompute: needs recompute = \"selective\"");
   if (p.offload_layers && (*p.offload_layers < 0 || *p.offload_layers > m.layers))
     bad("parallel.offload_layers", "must be between 0 and the model's " + std::to_string(m.layers) + " layers");
-  if (p.shard_group && *p.shard_group > 0 && p.zero_stage && *p.zero_stage < 2)
-    bad("parallel.shard_group", "a sharding scope (hybrid sharding) needs zero_stage 2 or 3");
+  if (p.shard_group && *p.shard_group > 0 && p.zero_stage && *p.zero_stage < 2 &&
+      !(*p.zero_stage == 1 && runs_shard_scope(s.training.framework, 1)))
+    bad("parallel.shard_group", std::string("a sharding scope needs zero_stage 2 or 3 (hybrid sharding), or 1 with "
+                                            "megatron or nemo (distributed-optimizer instances); not zero_stage ") +
+                                    std::to_string(*p.zero_stage) + " with " + to_string(s.training.framework));
   if (p.zero_stage && (*p.zero_stage < 0 || *p.zero_stage > 3))
     bad("parallel.zero_stage", "must be 0, 1, 2 or 3 (FSDP full shard = 3, shard-grad-op = 2)");
   const int total = s.total_gpus();

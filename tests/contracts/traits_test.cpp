@@ -84,6 +84,12 @@ const std::vector<Backing>& backings() {
              if (s == "HYBRID_SHARD") return true;
          return false;
        }},
+      {"ZeRO-1 sharding scope", [](const FrameworkTraits& t) { return t.zero1_scope; },
+       [](F, const json&, const std::set<std::string>& o) {
+         // Megatron-Core's distributed-optimizer instances; NeMo's MegatronStrategy field (not only ddp.*: the
+         // strategy passes it to the parallel state too).
+         return any_of(o, {"--num-distributed-optimizer-instances", "trainer.strategy.num_distributed_optimizer_instances"});
+       }},
       {"the flex dispatcher",
        [](const FrameworkTraits& t) { return t.expert_parallel && runs_dispatcher(t.framework, Dispatcher::Flex); },
        [](F f, const json& c, const std::set<std::string>& o) {
@@ -149,6 +155,15 @@ TEST(FrameworkTraits, TheChecksBite) {
   EXPECT_FALSE(backings()[4].present(Framework::Fsdp, fsdp113, options(fsdp113)));
   const json fsdp2 = contract("pytorch--2.x");
   EXPECT_TRUE(backings()[4].present(Framework::Fsdp, fsdp2, options(fsdp2)));
+  // Megatron-DeepSpeed's fork has no distributed-optimizer instances; Megatron-LM core_v0.14 and NeMo 2.4 have.
+  const json mds = contract("megatron-deepspeed--main"), m14 = contract("megatron--core_v0.14"),
+             nemo = contract("nemo--2.4");
+  EXPECT_FALSE(backings()[5].present(Framework::DeepSpeed, mds, options(mds)));
+  EXPECT_TRUE(backings()[5].present(Framework::Megatron, m14, options(m14)));
+  EXPECT_TRUE(backings()[5].present(Framework::Nemo, nemo, options(nemo)));
+  EXPECT_FALSE(runs_shard_scope(Framework::DeepSpeed, 1));
+  EXPECT_TRUE(runs_shard_scope(Framework::Megatron, 1));
+  EXPECT_FALSE(runs_shard_scope(Framework::Megatron, 3)) << "Megatron-FSDP's HSDP is not planned";
 }
 
 TEST(FrameworkTraits, ZeroStagesAndRecompute) {

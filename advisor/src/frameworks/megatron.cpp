@@ -52,6 +52,10 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   add("--global-batch-size", std::to_string(t.global_batch));
   add("--seq-length", std::to_string(v.s.model.seq_len));
   if (l.zero_stage == 1) add("--use-distributed-optimizer");
+  // The sharding scope: optimizer state sharded within dp*cp / N ranks, replicated over N instances (in every
+  // pinned version: tests/contracts/megatron--*.json; it asserts --use-distributed-optimizer).
+  if (const int n = l.optimizer_instances(); n > 1)
+    add("--num-distributed-optimizer-instances", std::to_string(n));
   if (l.zero_stage >= 3) {
     // Megatron-FSDP asserts the fsdp_dtensor checkpoint format (and CUDA_DEVICE_MAX_CONNECTIONS != 1: env.cpp).
     add("--use-megatron-fsdp");

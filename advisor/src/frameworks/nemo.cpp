@@ -27,6 +27,11 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
   set("data.seq_length", std::to_string(v.s.model.seq_len));
   set("model.config.seq_length", std::to_string(v.s.model.seq_len));
   set("optim.config.use_distributed_optimizer", b(l.zero_stage >= 1));
+  // The sharding scope: MegatronStrategy's own field, which NeMo passes to Megatron-Core's parallel state and copies
+  // into the DDP config (nemo/lightning/pytorch/strategies/megatron_strategy.py); the ddp.* key alone would leave
+  // the parallel state without the instance groups.
+  if (const int n = l.optimizer_instances(); n > 1)
+    set("trainer.strategy.num_distributed_optimizer_instances", std::to_string(n));
   if (l.zero_stage >= 3) {  // full sharding: Megatron-FSDP, not only the distributed optimizer
     set("trainer.strategy.fsdp", "megatron");
     set("trainer.strategy.ddp.data_parallel_sharding_strategy", "optim_grads_params");

@@ -2,7 +2,9 @@
 // (tests/contracts/*.json; docs/frameworks.md):
 // - Megatron-LM and NeMo 2 (Megatron-Core): TP, PP with virtual stages and an explicit layout, CP, expert
 //   parallelism with every dispatcher (--moe-token-dispatcher-type alltoall | allgather | flex), the distributed
-//   optimizer (ZeRO-1), Megatron-FSDP (ZeRO-3) without pipelining, selective recompute by default.
+//   optimizer (ZeRO-1), Megatron-FSDP (ZeRO-3) without pipelining, selective recompute by default. The distributed
+//   optimizer can shard within a part of the data-parallel ranks and replicate across the parts
+//   (--num-distributed-optimizer-instances; NeMo: MegatronStrategy(num_distributed_optimizer_instances)).
 // - DeepSpeed: ZeRO 0-3 without pipelining, 0-1 with its pipeline engine (Megatron-DeepSpeed), no CP.
 // - PyTorch FSDP: sharding only (FULL_SHARD / SHARD_GRAD_OP / NO_SHARD, HYBRID_SHARD), full activation
 //   checkpointing only.
@@ -24,6 +26,7 @@ const std::vector<FrameworkTraits>& table() {
     megatron.framework = Framework::Megatron;
     megatron.megatron_core = megatron.tensor_pipeline = megatron.context_parallel = megatron.interleaving = true;
     megatron.expert_parallel = megatron.stage_layout = megatron.selective_recompute = true;
+    megatron.zero1_scope = true;
     megatron.zero_stages = {0, 1, 3};
     megatron.zero_stages_with_pp = {0, 1};
     megatron.dispatchers = {D::AllToAll, D::AllGather, D::Flex};
@@ -78,5 +81,9 @@ bool runs_zero(Framework f, int zero_stage, int pp) {
 bool runs_recompute(Framework f, Recompute r) { return r != Recompute::Selective || traits(f).selective_recompute; }
 
 bool runs_dispatcher(Framework f, Dispatcher d) { return has(traits(f).dispatchers, d); }
+
+bool runs_shard_scope(Framework f, int zero_stage) {
+  return zero_stage >= 2 ? traits(f).hybrid_shard : zero_stage == 1 && traits(f).zero1_scope;
+}
 
 }  // namespace paratune::advisor

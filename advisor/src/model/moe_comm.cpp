@@ -222,14 +222,16 @@ double moe_dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout
   double psi_e = 0;
   const double psi_d = moe_stage_params(R, l, &psi_e);
   const double bwd = Lmax * (lc.bwd() + recompute) / v, fwd = Lmax * lc.fwd() / v;
-  const double gb = R.stack.grad_bytes(), pb = R.stack.gather_bytes();
+  const double gb = R.stack.grad_bytes();
   // Dense part over the dp x cp ranks (TP innermost); experts over their edp ranks, ep x etp apart (Megatron-Core's
-  // expert rank order: expert TP, EP, expert DP, PP).
+  // expert rank order: expert TP, EP, expert DP, PP). Distributed-optimizer instances split both groups
+  // (parallel_state.py: the intra-partial dp-cp and expert-dp groups, each n / instances contiguous ranks).
+  const int inst = l.optimizer_instances();
   auto group = [&](double psi, int n, int stride) {
     if (n <= 1 || psi <= 0) return 0.0;
     if (z == 0) return exposed(R, p, collective_s(R, p, Coll::AllReduce, psi * gb, n, stride), bwd);
-    return exposed(R, p, collective_s(R, p, Coll::ReduceScatter, psi * gb, n, stride), bwd) +
-           exposed(R, p, collective_s(R, p, Coll::AllGather, psi * pb, n, stride), fwd);
+    const StepShardComm c = step_shard_comm(R, p, psi, n, n / inst, stride);
+    return exposed(R, p, c.reduce, bwd) + exposed(R, p, c.gather, fwd);
   };
   return group(psi_d, ndp, l.tp) + group(psi_e, edp, l.ep * l.etp);
 }
@@ -238,7 +240,8 @@ double moe_optimizer_s(const Resolved& R, const Layout& l) {
   double psi_e = 0;
   const double psi_d = moe_stage_params(R, l, &psi_e);
   const double edp = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
-  const double local = l.zero_stage >= 1 ? psi_d / (l.dp * l.cp) + psi_e / edp : psi_d + psi_e;
+  const double inst = l.optimizer_instances();  // each instance shards the whole state: 1/instances as many ways
+  const double local = l.zero_stage >= 1 ? (psi_d / (l.dp * l.cp) + psi_e / edp) * inst : psi_d + psi_e;
   return 34 * local / R.hbm + 50e-6 * 3;
 }
 

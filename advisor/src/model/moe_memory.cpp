@@ -106,7 +106,9 @@ double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, 
   const int m = std::max(1, R.s.training.global_batch / std::max(1, l.dp * l.micro_batch));
   const double ee = double(l.ep) * l.etp;
   const double n_d = l.shard_group > 0 ? l.shard_group : double(l.dp) * l.cp;
-  const double n_e = std::max(1.0, double(t) * l.cp * l.dp / ee);
+  // Megatron's distributed-optimizer instances shard the experts' state within edp / instances ranks too
+  // (parallel_state.py: intra_partial_expert_data_parallel_size).
+  const double n_e = std::max(1.0, double(t) * l.cp * l.dp / ee / l.optimizer_instances());
 
   // Parameters on the first and last stages: non-expert (TP-split) and expert (ep x etp-split) parts.
   const double ne = x.avg_layer_nonexpert() / t, ex = x.avg_layer_expert() / ee;

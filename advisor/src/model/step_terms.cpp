@@ -13,6 +13,25 @@ double stage_params(const Resolved& R, const Layout& l) {
   return (std::max({Lf, Lm, Ll}) * d.P_layer + (l.pp == 1 ? d.P_emb * (d.tied ? 1 : 2) : d.P_emb)) / l.tp;
 }
 
+// A scope smaller than the data-parallel ranks is Megatron-Core's partial distributed optimizer
+// (--num-distributed-optimizer-instances): param_and_grad_buffer.py reduce-scatters each gradient bucket inside the
+// instance (INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP, k contiguous dp-cp ranks: one node when k * tp GPUs are)
+// and then all-reduces the bucket's 1/k shard over the inter-instance group (one rank per instance, k * stride
+// apart: over the fabric, one NIC per GPU), both on one communication stream behind the backward; the distributed
+// optimizer all-gathers the updated parameters inside the instance. Across nodes the scoped layout moves the same
+// gradient bytes per NIC twice (all-reduce = reduce-scatter + all-gather) but gathers no parameters there, and its
+// collectives take ~n/k ring steps over the fabric instead of n: at hundreds of ranks the latency, not the bytes,
+// is what the node-local scope saves.
+StepShardComm step_shard_comm(const Resolved& R, const ModelParams& p, double params, int n, int k, int stride) {
+  k = k > 0 && k < n ? k : n;
+  const double gbytes = params * R.stack.grad_bytes();
+  StepShardComm c;
+  c.reduce = collective_s(R, p, Coll::ReduceScatter, gbytes, k, stride) +
+             collective_s(R, p, Coll::AllReduce, gbytes / k, n / k, stride * k);
+  c.gather = collective_s(R, p, Coll::AllGather, params * R.stack.gather_bytes(), k, stride);
+  return c;
+}
+
 // Gradient all-reduce (ZeRO 0) or reduce-scatter + parameter all-gather (ZeRO 1/2), overlapped with the last
 // micro-batch's backward / the first micro-batch's forward; HSDP replicas all-reduce their shard once per step.
 double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& lc,
@@ -25,7 +44,7 @@ double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l,
   const double psi = stage_params(R, l);
   const double stage_bwd = Lmax * (lc.bwd() + recompute) / v;
   const double stage_fwd = Lmax * lc.fwd() / v;
-  const double gbytes = R.stack.grad_bytes(), pbytes = R.stack.gather_bytes();
+  const double gbytes = R.stack.grad_bytes();
   const auto [per_mb_ag, per_mb_rs] = shard_pattern(R, l);
   if (l.shard_group > 0 && l.shard_group < ndp && z >= 2) {
     const double ar = collective_s(R, p, Coll::AllReduce, psi * gbytes / l.shard_group, ndp / l.shard_group,
@@ -34,11 +53,10 @@ double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l,
   }
   if (z == 0) return exposed(R, p, collective_s(R, p, Coll::AllReduce, psi * gbytes, ndp, t), stage_bwd);
   // The updated parameters' all-gather: behind the next forward, or after the optimizer step with nothing to hide
-  // behind (overlap_param_gather = false).
-  const double gather = collective_s(R, p, Coll::AllGather, psi * pbytes, ndp, t);
-  const double gather_exposed = R.stack.overlap_param_gather ? exposed(R, p, gather, stage_fwd) : gather;
-  if (z == 1 || (z == 2 && !per_mb_rs))
-    return exposed(R, p, collective_s(R, p, Coll::ReduceScatter, psi * gbytes, ndp, t), stage_bwd) + gather_exposed;
+  // behind (overlap_param_gather = false). ZeRO-1 shards within its scope (step_shard_comm).
+  const StepShardComm sc = step_shard_comm(R, p, psi, ndp, z == 1 ? l.shard_group : ndp, t);
+  const double gather_exposed = R.stack.overlap_param_gather ? exposed(R, p, sc.gather, stage_fwd) : sc.gather;
+  if (z == 1 || (z == 2 && !per_mb_rs)) return exposed(R, p, sc.reduce, stage_bwd) + gather_exposed;
   // ZeRO-2 / shard-grad-op: gradients reduced per micro-batch (shard_comm_layer), params gathered per step.
   if (z == 2 && !per_mb_ag) return gather_exposed;
   return 0;

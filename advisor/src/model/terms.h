@@ -97,6 +97,14 @@ double stage_params(const Resolved& R, const Layout& l);
 // Data-parallel gradient reduction and parameter gather per step, exposed beyond the last/first micro-batch.
 double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c,
                        double recompute);
+// The once-per-step traffic of a distributed optimizer (ZeRO-1, and ZeRO-2 with step-wise reduction) over n
+// data-parallel ranks `stride` apart that shard within contiguous scopes of k of them (k = n: over all): gradient
+// reduce-scatter within the scope plus the all-reduce of each 1/k shard across the n/k scopes (behind the
+// backward), and the updated parameters' all-gather within the scope (behind the forward).
+struct StepShardComm {
+  double reduce = 0, gather = 0;  // seconds, before overlap
+};
+StepShardComm step_shard_comm(const Resolved& R, const ModelParams& p, double params, int n, int k, int stride);
 // Adam step: memory-bound, ~34 bytes per local parameter.
 double optimizer_s(const Resolved& R, const Layout& l);
 // Model FLOPs and the hardware FLOPs (recompute included) of one step.

@@ -45,12 +45,25 @@ def check_megatron(f, ns):
         if f["moe_dense_layers"] > 0:  # the preset's facts: leading dense layers, then MoE layers
             dense, layers = f["moe_dense_layers"], f["layers"]
             expect("--moe-layer-freq", ns.moe_layer_freq, [0] * dense + [1] * (layers - dense))
+    expect("--use-distributed-optimizer", ns.use_distributed_optimizer, f["zero_stage"] == 1)
+    instances = ns.num_distributed_optimizer_instances  # not given: argparse's default, 1 (the contract's)
+    expect("--num-distributed-optimizer-instances", 1 if instances is None else instances, optimizer_instances(f))
     layout = getattr(ns, "pipeline_model_parallel_layout", None)
     if layout is not None:
         stages = parsers.layout_stages(layout)
         expect("layout stages", len(stages), f["pp"] * max(1, f["vpp"]))
         expect("layout transformer layers", sum(s.count("t") for s in stages), f["layers"])
         expect("layout MTP layers", sum(s.count("m") for s in stages), f["mtp_layers"])
+
+
+def optimizer_instances(f):
+    """Megatron-Core's distributed-optimizer instances a ZeRO-1 plan's sharding scope means: dp*cp / shard_group."""
+    ranks = f["dp"] * f["cp"]
+    if f["zero_stage"] != 1 or f["shard_group"] <= 0 or f["shard_group"] >= ranks:
+        return 1
+    if ranks % f["shard_group"]:
+        raise Reject("shard_group %d does not divide dp*cp %d" % (f["shard_group"], ranks))
+    return ranks // f["shard_group"]
 
 
 def check_nemo(f, kv):
@@ -63,6 +76,8 @@ def check_nemo(f, kv):
     if f["moe"]:
         expect("expert_model_parallel_size", kv["trainer.strategy.expert_model_parallel_size"], f["ep"])
         expect("moe_token_dispatcher_type", kv["model.config.moe_token_dispatcher_type"], f["dispatcher"])
+    expect("trainer.strategy.num_distributed_optimizer_instances",
+           kv.get("trainer.strategy.num_distributed_optimizer_instances", 1), optimizer_instances(f))
     layout = kv.get("trainer.strategy.pipeline_model_parallel_layout")
     if layout is not None:
         stages = parsers.layout_stages(layout)
@@ -222,6 +237,16 @@ def negative_controls(contracts):
                 "pipeline_parallel_schedule": "Interleaved1F1B"}.get(key, default))
         except (Reject, ValueError) as e:
             problems.append("positive control: torchtitan %s refused its default interleaved split: %s" % (version, e))
+    # A ZeRO-1 scope of 4 of 64 ranks is 16 instances: arguments without the option would launch one.
+    scope = {"zero_stage": 1, "dp": 64, "cp": 1, "shard_group": 4}
+    plain = parsers.parse_megatron(contracts, "core_v0.15", ["--use-distributed-optimizer"])
+    if (plain.num_distributed_optimizer_instances or 1) == optimizer_instances(scope):
+        problems.append("negative control: a ZeRO-1 scope without --num-distributed-optimizer-instances passed")
+    scoped = parsers.parse_megatron(contracts, "core_v0.15", ["--use-distributed-optimizer",
+                                                             "--num-distributed-optimizer-instances=16"])
+    if scoped.num_distributed_optimizer_instances != optimizer_instances(scope):
+        problems.append("positive control: --num-distributed-optimizer-instances=16 gave %r"
+                        % scoped.num_distributed_optimizer_instances)
     ok = parsers.parse_megatron(contracts, "core_v0.15", ["--moe-layer-freq", "([0]*3+[1]*58)"])
     if ok.moe_layer_freq != [0] * 3 + [1] * 58:
         problems.append("positive control: --moe-layer-freq ([0]*3+[1]*58) gave %r" % ok.moe_layer_freq)

@@ -77,7 +77,8 @@ json facts(const Scenario& s, const Plan& p, const FrameworkArgs& a) {
           {"gpus_per_node", s.cluster.gpus_per_node},
           {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}, {"vpp", l.virtual_stages}, {"dp", l.dp},
           {"first_stage_layers", l.first_stage_layers}, {"last_stage_layers", l.last_stage_layers},
-          {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"ep", l.ep}, {"etp", l.etp},
+          {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"shard_group", l.shard_group},
+          {"ep", l.ep}, {"etp", l.etp},
           {"dispatcher", to_string(l.dispatcher)},
           {"master", kLaunch.master_addr + ":" + kLaunch.master_port},
           {"job_id", kLaunch.job_id}};
@@ -151,6 +152,13 @@ int special_cases(const fs::path& out) {
       n += emit(out / ("fixed-405b-uneven-pp8-vpp4__" + tag), s405, fixed(s405, 8, 8, 4, 1, Recompute::Selective));
       Scenario s8 = scenario("llama3-8b", f, v.id, 1);
       n += emit(out / ("fixed-8b-megatron-fsdp__" + tag), s8, fixed(s8, 2, 1, 1, 3, Recompute::Full));
+      // ZeRO-1 sharded within each node's 4 data-parallel ranks (tp 2): 16 nodes, 32 distributed-optimizer instances.
+      Scenario s8n = scenario("llama3-8b", f, v.id, 16);
+      Plan scoped = fixed(s8n, 2, 1, 1, 1, Recompute::Selective);
+      scoped.layout.shard_group = s8n.cluster.gpus_per_node / 2;
+      if (const std::string why = layout_problem(s8n, scoped.layout, f); !why.empty())
+        throw std::runtime_error("ZeRO-1 scope refused: " + why);
+      n += emit(out / ("fixed-8b-zero1-node-scope__" + tag), s8n, scoped);
       // The memory features: recompute by module and the precision-aware optimizer (every pinned version), CPU
       // activation offload where the version has it (Megatron main, NeMo).
       Plan mem = fixed(v3, 2, 8, 4, 1, Recompute::Selective, 64, 1, Dispatcher::Flex);

@@ -19,6 +19,7 @@ struct FrameworkTraits {
   bool expert_parallel = false;   // expert parallelism for MoE models (the others replicate the experts)
   bool stage_layout = false;      // an explicit per-stage layer layout (--pipeline-model-parallel-layout)
   bool hybrid_shard = false;      // a sharding group smaller than the data-parallel ranks for ZeRO >= 2 (HSDP)
+  bool zero1_scope = false;       // ... for ZeRO-1: distributed-optimizer instances (sharded within, replicated across)
   bool selective_recompute = false;
   std::vector<int> zero_stages;          // ZeRO / sharding stages it runs (without pipelining)
   std::vector<int> zero_stages_with_pp;  // ... and with pipeline parallelism
@@ -32,5 +33,8 @@ const FrameworkTraits& traits(Framework f);
 bool runs_zero(Framework f, int zero_stage, int pp);
 bool runs_recompute(Framework f, Recompute r);
 bool runs_dispatcher(Framework f, Dispatcher d);
+// A sharding scope (Layout::shard_group) smaller than the data-parallel ranks at this ZeRO stage: hybrid sharding
+// for ZeRO >= 2, distributed-optimizer instances for ZeRO-1.
+bool runs_shard_scope(Framework f, int zero_stage);
 
 }  // namespace paratune::advisor

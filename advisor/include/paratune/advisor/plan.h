@@ -13,7 +13,9 @@ struct Layout {
   int zero_stage = 0;
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
-  int shard_group = 0;  // ZeRO-3 / FSDP: 0 = shard over all DP ranks; k = hybrid (HSDP): shard within k, replicate
+  // Sharding scope, in data-parallel ranks (dp*cp): 0 = shard over all of them; k = shard within groups of k and
+  // replicate across groups (ZeRO-2/3: hybrid sharding, HSDP; ZeRO-1: Megatron's distributed-optimizer instances).
+  int shard_group = 0;
   // Pipeline stage layout: transformer layers on the first and the last pipeline rank (all its virtual chunks), the
   // rest spread over the middle ranks; 0 = the framework's own split (equal counts, or its embedding/loss rule).
   int first_stage_layers = 0, last_stage_layers = 0;
@@ -28,6 +30,11 @@ struct Layout {
   int offload_layers = 0;
   bool precision_aware_optimizer() const {
     return optimizer_moments != StateDtype::Fp32 || main_params != StateDtype::Fp32;
+  }
+  // Megatron-Core's distributed-optimizer instances of a ZeRO-1 layout with a sharding scope (dp*cp / shard_group;
+  // 1 without one): --num-distributed-optimizer-instances.
+  int optimizer_instances() const {
+    return zero_stage == 1 && shard_group > 0 && shard_group < dp * cp ? dp * cp / shard_group : 1;
   }
   int grad_accum(int global_batch) const { return global_batch / (dp * micro_batch); }
 };

@@ -215,8 +215,9 @@ struct ParallelSpec {
   // Pipeline stage layout: transformer layers on the first and the last pipeline rank (both, or neither: the
   // framework's own split, or the one advise balances).
   std::optional<int> first_stage_layers, last_stage_layers;
-  // ZeRO-2/3 sharding scope (FSDP/torchtitan hybrid sharding, HSDP): the model state is sharded over groups of
-  // this many data-parallel ranks and replicated across groups; unset = the search chooses (0 = over all of them).
+  // Sharding scope: the model state is sharded over groups of this many data-parallel ranks and replicated across
+  // groups; ZeRO-2/3: FSDP/torchtitan hybrid sharding (HSDP); ZeRO-1: Megatron/NeMo distributed-optimizer
+  // instances (dp*cp / shard_group of them). Unset = the search chooses (0 = over all of them).
   std::optional<int> shard_group;
   // Memory features (unset = the search chooses; docs/model.md §3): Adam's moments and the main parameters in a
   // narrower dtype (Megatron/NeMo precision-aware optimizer), the modules selective recompute rebuilds, and the
