@@ -343,10 +343,9 @@ std::vector<int> virtual_stage_counts(const Scenario& s, Framework f, const Spli
   return vs;
 }
 
-// Sharding-scope sizes: none, or one node's GPUs for FSDP-style ZeRO >= 2 across nodes; for Megatron's ZeRO-1 the
-// data-parallel ranks of one node (distributed-optimizer instances). Megatron-Core cuts its dp-cp rank list into
-// contiguous instances (parallel_state.py, INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP) and orders ranks tp-cp-ep-dp-pp,
-// so k data-parallel ranks of an instance sit on k * tp consecutive GPUs: one node holds gpus_per_node / tp of them.
+// Sharding-scope sizes: none, or one node's GPUs for FSDP-style ZeRO >= 2 across nodes. The ZeRO-1 scope (Megatron's
+// distributed-optimizer instances) only where the scenario fixes it: the model prices it at best level with full
+// sharding (docs/model.md, ZeRO-1 sharding scope), so offering it would only fill the alternatives with near-copies.
 std::vector<int> shard_groups(const Scenario& s, Framework f, int z, const Split& d) {
   const int g = s.cluster.gpus_per_node, replicas = d.dp * d.cp;
   if (const auto& want = s.parallel.shard_group) {  // the scenario fixes the scope: that one, where it can be
@@ -355,9 +354,6 @@ std::vector<int> shard_groups(const Scenario& s, Framework f, int z, const Split
   }
   std::vector<int> groups{0};
   if (traits(f).hybrid_shard && z >= 2 && replicas > g && replicas % g == 0) groups.push_back(g);
-  const int node_ranks = g % d.tp == 0 ? g / d.tp : 0;
-  if (z == 1 && runs_shard_scope(f, 1) && node_ranks >= 2 && replicas > node_ranks && replicas % node_ranks == 0)
-    groups.push_back(node_ranks);
   return groups;
 }
 

@@ -97,25 +97,22 @@ TEST(Zero1Scope, AScopeOfAllRanksIsFullSharding) {
   EXPECT_NE(node.step_time_s, full.step_time_s) << "control: a smaller scope changes the price";
 }
 
-// The search weighs the node-local scope for Megatron's ZeRO-1 (more candidates than with the scope fixed to all
-// ranks; DeepSpeed, which has none, the same) and its pick is never slower than that layout.
-TEST(Zero1Scope, TheSearchWeighsTheNodeLocalScope) {
+// The open search leaves the ZeRO-1 scope to the scenario (the model never prices it faster: offering it only filled
+// the alternatives and the recipe check's ranks with near-copies); a fixed scope is searched (TheScenarioFixesIt).
+TEST(Zero1Scope, TheOpenSearchLeavesTheScopeToTheScenario) {
   Scenario open = megatron_zero1(0);
   open.parallel.shard_group.reset();
   const Plan p = advise(open);
-  EXPECT_GT(p.candidates_evaluated, advise(megatron_zero1(0)).candidates_evaluated);
-  Scenario ds = on_dgx_h100("llama3-8b", kNodes, 1024), ds_full = ds;
-  ds.training.framework = ds_full.training.framework = Framework::DeepSpeed;
-  ds.parallel.zero_stage = ds_full.parallel.zero_stage = 1;
-  ds_full.parallel.shard_group = 0;
-  EXPECT_EQ(advise(ds).candidates_evaluated, advise(ds_full).candidates_evaluated);
+  EXPECT_EQ(p.candidates_evaluated, advise(megatron_zero1(0)).candidates_evaluated);
+  EXPECT_EQ(p.layout.shard_group, 0);
+  for (const auto& alt : p.alternatives) EXPECT_EQ(alt.layout.shard_group, 0);
+  // Why: the node-local scope is not priced faster than full sharding beyond the 1 % tie-break. Should a model
+  // change make it faster, this fails: offer the scope in the open search again (shard_groups, advisor.cpp).
   const double node = predict(megatron_zero1(kNodeRanks)).step_time_s;
   const double full = predict(megatron_zero1(0)).step_time_s;
-  EXPECT_LE(p.prediction.step_time_s, node * 1.0000001);
-  EXPECT_LE(p.prediction.step_time_s, full * 1.0000001);
-  if (node < full * 0.99) {
-    EXPECT_EQ(p.layout.shard_group, kNodeRanks) << node << " s vs " << full << " s";
-  }
+  EXPECT_GE(node, full * 0.99) << node << " s vs " << full << " s";
+  // Control: fixed, the scope is what the search returns.
+  EXPECT_EQ(advise(megatron_zero1(kNodeRanks)).layout.shard_group, kNodeRanks);
 }
 
 TEST(Zero1Scope, RefusedWhereTheFrameworkHasNoInstances) {
