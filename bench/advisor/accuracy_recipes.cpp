@@ -12,6 +12,7 @@
 #include "accuracy_stats.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/breakdown_terms.h"
+#include "paratune/advisor/framework_traits.h"
 
 namespace paratune::accuracy {
 
@@ -100,7 +101,8 @@ advisor::Prediction recipe_prediction(const Row& r, const advisor::ModelParams& 
   *layout = rp.layout;
   *fits = rp.fits;
   advisor::Prediction best = advisor::predict(r.s, *layout, p);
-  if (r.fw == advisor::Framework::Megatron && layout->pp > 1) {
+  // Every framework that takes a per-stage layout (Megatron, NeMo: the Megatron-Bridge recipes run as NeMo rows).
+  if (advisor::traits(r.fw).stage_layout && layout->pp > 1) {
     const Layout planned = advisor::Evaluator(r.s, r.fw, p).with_planned_stages(*layout);
     if (planned.first_stage_layers > 0) {
       const advisor::Prediction q = advisor::predict(r.s, planned, p);
@@ -189,6 +191,7 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
      << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   int flagged = 0, unfit = 0, scored = 0, moe_flagged = 0, moe_flagged_optimistic = 0;
   std::vector<double> ratios;
+  std::map<std::string, int> leading;  // the largest term of each claimed win
   for (const auto& c : checks) {
     const Row& r = *c.row;
     md << "| " << r.s.model.name << " | " << r.s.cluster.gpu << " | " << r.s.total_gpus() << " | "
@@ -202,6 +205,7 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
          << short_layout(c.advised) << " | " << formatted(c.ratio, "%.3f") << " | " << c.terms << " |\n";
       ratios.push_back(c.ratio);
       flagged += c.ratio > kRedFlag;
+      if (c.ratio > kRedFlag) ++leading[c.terms.substr(0, c.terms.find(' '))];
       if (!c.own_time.empty() && c.ratio > kRedFlag) moe_flagged++, moe_flagged_optimistic += c.own_optimistic;
     }
     unfit += !c.recipe_fits;
@@ -214,7 +218,13 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
      << " recipe layouts the memory model rejects (the fits column gives a rejected layout's memory and the GPU's). Of "
      << moe_flagged << " MoE claims, " << moe_flagged_optimistic
      << " are over recipes whose own time the model already predicts too fast out of sample (both own-time figures "
-        "positive): those rest on the advised plan's price, not on over-pricing the recipe.\n";
+        "positive): those rest on the advised plan's price, not on over-pricing the recipe. The largest term of "
+        "each claim:";
+  for (const auto& [term, n] : leading) md << " " << term << " " << n << ";";
+  md << " `pp_imbalance` is what the recipe's slowest pipeline rank carries beyond an even share (the embedding, "
+        "the LM head and loss, MTP, on ranks of equal layer counts where the recipe's interleaving leaves no room to "
+        "rebalance): a layout without a pipeline, or a rebalanced one, avoids it; `ep_comm` rests on the dispatcher "
+        "prices no same-release row can check (the MoE ranking above).\n";
 }
 
 }  // namespace paratune::accuracy
