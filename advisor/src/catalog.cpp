@@ -270,7 +270,7 @@ const std::vector<ModelSpec>& presets() {
       M("mpt-30b", 48, 7168, 56, 56, 28672, 50368, 2048, false, true, false),
       M("mpt-70b", 80, 8192, 64, 64, 32768, 50368, 2048, false, true, false),
       // Mixture of experts (docs/model.md §9). Parameter counts are tested against the model cards
-      // (tests/advisor/test_moe_presets.cpp). Training sequence 4096 where a card states none (assumed).
+      // (tests/advisor/moe_test.cpp, MoePresets.*). Training sequence 4096 where a card states none (assumed).
       // Mixtral 8x7B: mistralai/Mixtral-8x7B-v0.1 config.json (hidden 4096, 32 layers, 32 heads, 8 KV heads,
       // intermediate 14336, 8 local experts, 2 per token, vocab 32000); Jiang et al. 2024 "Mixtral of Experts":
       // 46.7B total, 12.9B active.

@@ -88,7 +88,8 @@ struct LayoutSeen {
 // smallest TP, then the widest EP there, the shallowest pipeline, the largest micro-batch. Smaller is preferred.
 double rule_of_thumb_rank(const Row& r) {
   const Layout& l = r.l;
-  const bool inside = l.ep * l.etp * l.tp <= std::max(1, r.s.cluster.nvlink_domain);
+  // Megatron-Core orders expert ranks etp-ep-dp: the expert group spans ep x etp consecutive GPUs, whatever the TP.
+  const bool inside = l.ep * l.etp <= std::max(1, r.s.cluster.nvlink_domain);
   return (inside ? 0 : 1e12) + l.tp * 1e9 - l.ep * 1e6 + l.pp * 1e3 + l.virtual_stages - l.micro_batch * 1e-3;
 }
 

@@ -221,10 +221,13 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
         "positive): those rest on the advised plan's price, not on over-pricing the recipe. The largest term of "
         "each claim:";
   for (const auto& [term, n] : leading) md << " " << term << " " << n << ";";
-  md << " `pp_imbalance` is what the recipe's slowest pipeline rank carries beyond an even share (the embedding, "
-        "the LM head and loss, MTP, on ranks of equal layer counts where the recipe's interleaving leaves no room to "
-        "rebalance): a layout without a pipeline, or a rebalanced one, avoids it; `ep_comm` rests on the dispatcher "
-        "prices no same-release row can check (the MoE ranking above).\n";
+  if (leading.count("pp_imbalance"))
+    md << " `pp_imbalance` is what the recipe's slowest pipeline rank carries beyond an even share (the embedding, "
+          "the LM head and loss, MTP, on ranks of equal layer counts where the recipe's interleaving leaves no room "
+          "to rebalance): a layout without a pipeline, or a rebalanced one, avoids it;";
+  if (leading.count("ep_comm"))
+    md << " `ep_comm` rests on the dispatcher prices no same-release row can check (the MoE ranking above);";
+  md << "\n";
 }
 
 }  // namespace paratune::accuracy

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include "dgx_h100.h"
-#include "paratune/advisor/breakdown_terms.h"
 #include "paratune/advisor/model.h"
 
 using namespace paratune::advisor;
@@ -41,12 +40,6 @@ Layout recipe(int first = 10, int last = 10) {
   return l;
 }
 
-double sum_of_terms(const Breakdown& b) {
-  double sum = 0;
-  for (const auto& t : kBreakdownTerms) sum += b.*t.field;
-  return sum;
-}
-
 }  // namespace
 
 // Ten layers on every rank: the first also runs the embedding, the last the 256k-vocabulary LM head and loss, so
@@ -58,7 +51,6 @@ TEST(StageImbalance, IsTheSlowestRanksExcessOverAnEvenShare) {
   EXPECT_NEAR(r.br.pp_imbalance, r.microbatches * (3 * r.head_s - r.emb_s) / 4, 1e-6 * r.step_s);
   // The LM head (V h = 1.57 G parameters) weighs about 3.5 of these layers (12 h^2 = 453 M): a large share.
   EXPECT_GT(r.br.pp_imbalance / r.step_s, 0.15);
-  EXPECT_NEAR(sum_of_terms(r.br), r.step_s, 1e-9 * r.step_s);  // the split moves time between terms, adds none
 }
 
 TEST(StageImbalance, GrowsWithTheVocabularyAndVanishesWithoutAPipeline) {
@@ -71,7 +63,6 @@ TEST(StageImbalance, GrowsWithTheVocabularyAndVanishesWithoutAPipeline) {
   flat.dp = 32;
   const auto none = Evaluator(nemotron_22b(256000), Framework::Megatron).evaluate(flat);
   EXPECT_EQ(none.br.pp_imbalance, 0);  // control: one stage has nothing to be uneven with
-  EXPECT_NEAR(sum_of_terms(none.br), none.step_s, 1e-9 * none.step_s);
 }
 
 // Taking three layers off the last rank (11 + 11 + 11 + 7) spreads the head's weight: less imbalance, a faster step.

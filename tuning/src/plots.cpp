@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
@@ -18,11 +19,12 @@ namespace {
 
 constexpr double kW = 800, kH = 400;                 // one panel
 constexpr double kL = 70, kR = 240, kT = 40, kB = 50;  // margins (legend on the right: 26 characters fit)
-// Ten distinct colours (Tableau 10 without its red, which marks suspects and the threshold, and its grey, which
-// is the achieved bar), so that the nine breakdown terms never share one.
-const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
-                          "#e377c2", "#17becf", "#bcbd22", "#393b79", "#8c6d31"};
+// Distinct colours (Tableau 10 without its red, which marks suspects and the threshold, and its grey, which is the
+// achieved bar, then four of Tableau 20's light tones), so that no two breakdown terms share one.
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                          "#bcbd22", "#393b79", "#8c6d31", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5"};
 constexpr size_t kColours = sizeof kPalette / sizeof kPalette[0];
+static_assert(kColours >= std::size(advisor::kBreakdownTerms), "a breakdown term without its own colour");
 constexpr size_t kLegendChars = 26;  // at 12 px sans-serif (about 0.6 em a character) within kR - 30
 
 // A legend label cut to what the legend has room for (the whole text stays in the mark's tooltip).

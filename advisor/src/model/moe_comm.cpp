@@ -87,10 +87,12 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
     a.dispatch_f = a.combine_b = a.combine_f = a.dispatch_b = each;
     return a;
   }
-  // The alltoall dispatcher's splits are fixed at the padded capacity (Megatron-Core drop_and_pad: every expert's
-  // block is capacity rows), so its bytes grow with the capacity factor; DeepEP/HybridEP move the routed tokens
-  // only and pad after the dispatch.
-  const double padded = l.dispatcher == Dispatcher::AllToAll ? expert_rows(R.moe) : 1.0;
+  // Padded to capacity, the router itself fills every expert to its capacity with the highest-scoring tokens
+  // (Megatron-Core router.py apply_router_token_dropping(pad_to_capacity): the routing map becomes the capacity
+  // mask), so the token dispatchers move capacity rows per expert, cf times the routed ones (for DeepEP/HybridEP
+  // an upper bound: their per-rank de-duplication of the extra rows is not modelled); the allgather dispatcher
+  // moves every token anyway.
+  const double padded = expert_rows(R.moe);
   const double send = t_in * R.moe.k * row_bytes * padded;
   // DeepEP / HybridEP dispatch FP8 rows in FP8 runs (1 byte + a scale per 128 values) and combine in BF16 (DeepEP
   // README: "FP8 dispatching and BF16 combining"); gradients travel in BF16 both ways; NCCL's all-to-all moves the

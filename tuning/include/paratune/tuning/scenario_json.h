@@ -1,4 +1,4 @@
-// The scenario and layout of a tuning-log line (the JSON job::to_json writes) back into advisor values, so that a
+// The scenario and layout of a tuning-log line (the JSON planner::to_json writes) back into advisor values, so that a
 // logged job can be predicted again (with other parameters: the calibration fit, the breakdown plot).
 #pragma once
 
