@@ -38,6 +38,17 @@ bool has_line(const std::string& text, const std::string& line) {
   return ("\n" + text + "\n").find("\n" + line + "\n") != std::string::npos;
 }
 
+// GPT-3 760M over 1,024 GPUs (128 DGX H100 nodes), TP as above: a small per-GPU shard, latency-bound collectives.
+Scenario gpt3_760m_zero1(int shard_group) {
+  Scenario s = on_dgx_h100("gpt3-760m", 128, 4096);
+  s.parallel.tp = kTp;
+  s.parallel.pp = 1;
+  s.parallel.zero_stage = 1;
+  s.parallel.micro_batch = 1;
+  s.parallel.shard_group = shard_group;
+  return s;
+}
+
 }  // namespace
 
 TEST(Zero1Scope, TheScenarioFixesIt) {
@@ -72,15 +83,8 @@ TEST(Zero1Scope, NodeLocalScopeHoldsMoreState) {
 // one communication stream (param_and_grad_buffer.py), makes the scope dearer: a control that the term is not a
 // blanket discount.
 TEST(Zero1Scope, NodeLocalScopeSavesFabricLatencyNotBytes) {
-  Scenario small = on_dgx_h100("gpt3-760m", 128, 4096);
-  small.parallel.tp = kTp;
-  small.parallel.pp = 1;
-  small.parallel.zero_stage = 1;
-  small.parallel.micro_batch = 1;
-  small.parallel.shard_group = kNodeRanks;
-  Scenario small_full = small;
-  small_full.parallel.shard_group = 0;
-  EXPECT_LT(predict(small).breakdown.dp_comm_exposed, predict(small_full).breakdown.dp_comm_exposed);
+  EXPECT_LT(predict(gpt3_760m_zero1(kNodeRanks)).breakdown.dp_comm_exposed,
+            predict(gpt3_760m_zero1(0)).breakdown.dp_comm_exposed);
   for (bool overlap : {true, false}) {
     Scenario node = megatron_zero1(kNodeRanks), full = megatron_zero1(0);
     node.training.overlap_dp_comm = full.training.overlap_dp_comm = overlap;
@@ -113,15 +117,7 @@ TEST(Zero1Scope, TheOpenSearchLeavesTheScopeToTheScenario) {
   const double node = predict(megatron_zero1(kNodeRanks)).step_time_s;
   const double full = predict(megatron_zero1(0)).step_time_s;
   EXPECT_GE(node, full * 0.99) << node << " s vs " << full << " s";
-  Scenario small = on_dgx_h100("gpt3-760m", 128, 4096);
-  small.parallel.tp = kTp;
-  small.parallel.pp = 1;
-  small.parallel.zero_stage = 1;
-  small.parallel.micro_batch = 1;
-  small.parallel.shard_group = kNodeRanks;
-  Scenario small_full = small;
-  small_full.parallel.shard_group = 0;
-  EXPECT_GE(predict(small).step_time_s, predict(small_full).step_time_s * 0.99);
+  EXPECT_GE(predict(gpt3_760m_zero1(kNodeRanks)).step_time_s, predict(gpt3_760m_zero1(0)).step_time_s * 0.99);
   // Control: fixed, the scope is what the search returns.
   EXPECT_EQ(advise(megatron_zero1(kNodeRanks)).layout.shard_group, kNodeRanks);
 }
