@@ -54,6 +54,11 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
            " (the experts fold into the attention's ranks)";
   const int fe = m.moe_ffn_hidden > 0 ? m.moe_ffn_hidden : m.ffn_hidden;
   if (fe > 0 && fe % l.etp) return "etp = " + std::to_string(l.etp) + " must divide moe_ffn_hidden";
+  // Megatron-Core splits the experts' data-parallel group into the distributed-optimizer instances too
+  // (parallel_state.py: intra_partial_expert_data_parallel_size).
+  if (const int instances = l.optimizer_instances(); instances > 1 && l.expert_dp() % instances != 0)
+    return "expert data-parallel size " + std::to_string(l.expert_dp()) + " must be divisible by the " +
+           std::to_string(instances) + " distributed-optimizer instances (dp*cp / shard_group)";
   if (l.tp > 1 && !l.sequence_parallel && mcore)
     return "Megatron-Core MoE with tp > 1 needs sequence_parallel (the dispatcher takes the SP shards)";
   if (traits(f).expert_parallel && !runs_dispatcher(f, l.dispatcher))  // the others replicate the experts
@@ -173,10 +178,6 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
              to_string(f);
     if (l.zero_stage >= 2 && !runs_shard_scope(f, l.zero_stage))
       return std::string("shard_group (hybrid sharding) is planned for fsdp and torchtitan only, not ") + to_string(f);
-    const int instances = l.optimizer_instances(), edp = l.tp * l.cp * l.dp / std::max(1, l.ep * l.etp);
-    if (s.model.is_moe() && instances > 1 && edp % instances != 0)  // parallel_state.py
-      return "expert data-parallel size " + std::to_string(edp) + " must be divisible by the " +
-             std::to_string(instances) + " distributed-optimizer instances (dp*cp / shard_group)";
   }
   if (const std::string why = moe_layout_problem(s, l, f); !why.empty()) return why;
   if (const std::string why = stage_layout_problem(s, l, f); !why.empty()) return why;

@@ -216,7 +216,7 @@ double moe_stage_params(const Resolved& R, const Layout& l, double* expert_part)
 double moe_dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& lc,
                            double recompute) {
   const int ndp = l.dp * l.cp, z = l.zero_stage, v = std::max(1, l.virtual_stages);
-  const int edp = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
+  const int edp = l.expert_dp();
   if (z >= 3 || (ndp <= 1 && edp <= 1)) return 0;  // FSDP-style sharding: per layer (shard_comm_layer)
   int Lf, Lm, Ll;
   stage_layers(R, l, &Lf, &Lm, &Ll);
@@ -241,7 +241,7 @@ double moe_dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout
 double moe_optimizer_s(const Resolved& R, const Layout& l) {
   double psi_e = 0;
   const double psi_d = moe_stage_params(R, l, &psi_e);
-  const double edp = std::max(1, l.tp * l.cp * l.dp / (l.ep * l.etp));
+  const double edp = l.expert_dp();
   const double inst = l.optimizer_instances();  // each instance shards the whole state: 1/instances as many ways
   const double local = l.zero_stage >= 1 ? (psi_d / (l.dp * l.cp) + psi_e / edp) * inst : psi_d + psi_e;
   return 34 * local / R.hbm + 50e-6 * 3;

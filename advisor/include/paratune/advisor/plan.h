@@ -1,6 +1,7 @@
 // Layout, Prediction and Plan: what the advisor answers. Pure values.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ struct Layout {
   int optimizer_instances() const {
     return zero_stage == 1 && shard_group > 0 && shard_group < dp * cp ? dp * cp / shard_group : 1;
   }
+  // The experts' data-parallel ranks: tp x cp x dp folded over ep x etp (at least 1).
+  int expert_dp() const { return std::max(1, tp * cp * dp / std::max(1, ep * etp)); }
   int grad_accum(int global_batch) const { return global_batch / (dp * micro_batch); }
 };
 
