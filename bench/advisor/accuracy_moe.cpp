@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <set>
+#include <tuple>
 #include <thread>
 
 #include "accuracy_sections.h"
@@ -85,24 +85,32 @@ struct LayoutSeen {
 };
 
 // The rule of thumb for MoE (issue text and common practice): the expert group inside one NVLink domain, the
-// smallest TP, then the widest EP there, the shallowest pipeline, the largest micro-batch. Smaller is preferred.
-double rule_of_thumb_rank(const Row& r) {
+// smallest TP, then the widest EP there, the shallowest pipeline, the largest micro-batch; lower keys first.
+auto rule_of_thumb_key(const Row& r) {
   const Layout& l = r.l;
   // Megatron-Core orders expert ranks etp-ep-dp: the expert group spans ep x etp consecutive GPUs, whatever the TP.
-  const bool inside = l.ep * l.etp <= std::max(1, r.s.cluster.nvlink_domain);
-  return (inside ? 0 : 1e12) + l.tp * 1e9 - l.ep * 1e6 + l.pp * 1e3 + l.virtual_stages - l.micro_batch * 1e-3;
+  const bool outside = l.ep * l.etp > std::max(1, r.s.cluster.nvlink_domain);
+  return std::tuple(outside, l.tp, -l.ep, l.pp, l.virtual_stages, -l.micro_batch);
 }
 
-// Mean of best / (measured time of each layout `score` ranks first): ties (within `rel_tol`) are a uniform pick
-// among them.
-double share_first(const std::map<std::string, LayoutSeen>& seen, double best,
-                   const std::function<double(const LayoutSeen&)>& score, double rel_tol = 0) {
-  double low = 1e300, sum = 0;
-  int tied = 0;
-  for (const auto& [name, s] : seen) low = std::min(low, score(s));
-  for (const auto& [name, s] : seen)
-    if (std::fabs(score(s) - low) <= rel_tol * std::fabs(low)) sum += best / s.best_meas, ++tied;
-  return sum / tied;
+// The shares of the best measured time that the model's first layout, the rule of thumb's and a layout-blind pick
+// get (share_of_best over the group's layouts, each at its best measured time).
+struct Shares {
+  double model = 0, rule = 0, blind = 0;
+};
+Shares layout_shares(const std::map<std::string, LayoutSeen>& seen) {
+  std::vector<size_t> idx;
+  std::vector<double> meas, pred, rule, blind;
+  for (const auto& [name, s] : seen) {
+    idx.push_back(idx.size());
+    meas.push_back(s.best_meas);
+    pred.push_back(s.pred);
+    blind.push_back(1.0);
+    double ahead = 1;  // the rule's order as a positive "time": 1 + the layouts it puts first (ties alike)
+    for (const auto& [other, o] : seen) ahead += rule_of_thumb_key(*o.row) < rule_of_thumb_key(*s.row);
+    rule.push_back(ahead);
+  }
+  return {share_of_best(idx, meas, pred), share_of_best(idx, meas, rule), share_of_best(idx, meas, blind)};
 }
 
 void score_group(const std::vector<Row>& rows, const std::vector<double>& pred, const std::vector<size_t>& idx,
@@ -145,10 +153,7 @@ RankScore rank_groups(std::ostream& md, const std::vector<Row>& rows, const std:
     const auto first = std::min_element(seen.begin(), seen.end(), [](const auto& a, const auto& b) {
       return a.second.pred < b.second.pred;
     });
-    const double t_best = best->second.best_meas;
-    const double model = share_first(seen, t_best, [](const LayoutSeen& s) { return s.pred; }, 1e-9);
-    const double rule = share_first(seen, t_best, [](const LayoutSeen& s) { return rule_of_thumb_rank(*s.row); });
-    const double blind = share_first(seen, t_best, [](const LayoutSeen&) { return 0.0; });
+    const auto [model, rule, blind] = layout_shares(seen);
     ++sc.groups;
     sc.first += best == first;
     sc.share += model, sc.rule_share += rule, sc.blind_share += blind;

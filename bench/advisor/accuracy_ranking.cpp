@@ -86,20 +86,6 @@ std::map<std::string, std::vector<size_t>> layout_varying_groups(const std::vect
   return g;
 }
 
-// The share of the best measured time that taking the layout `t` ranks first gets: measured best / measured time of
-// that layout (1 = the best). Layouts `t` ties (the baselines') count as a uniform pick among them.
-double share_of_best(const std::vector<size_t>& idx, const std::vector<double>& meas, const std::vector<double>& t) {
-  const double best = meas[fastest(idx, meas)], first = t[fastest(idx, t)];
-  double sum = 0;
-  int tied = 0;
-  for (size_t i : idx)
-    if (std::fabs(t[i] / first - 1) < 1e-9) {
-      sum += best / meas[i];
-      ++tied;
-    }
-  return sum / tied;
-}
-
 // Whether the rows of a group take more than one value of `f`.
 bool varies(const std::vector<size_t>& idx, const std::vector<Row>& rows, const std::function<int(const Row&)>& f) {
   std::set<int> v;
@@ -200,6 +186,20 @@ void write_kinds(std::ostream& md, const std::vector<std::pair<std::vector<size_
 }
 
 }  // namespace
+
+// The share of the best measured time that taking the layout `t` ranks first gets: measured best / measured time of
+// that layout (1 = the best). Layouts `t` ties (the baselines') count as a uniform pick among them.
+double share_of_best(const std::vector<size_t>& idx, const std::vector<double>& meas, const std::vector<double>& t) {
+  const double best = meas[fastest(idx, meas)], first = t[fastest(idx, t)];
+  double sum = 0;
+  int tied = 0;
+  for (size_t i : idx)
+    if (std::fabs(t[i] / first - 1) < 1e-9) {
+      sum += best / meas[i];
+      ++tied;
+    }
+  return sum / tied;
+}
 
 // The software release a row was measured with, where its source has several (Megatron-Bridge and dgxc container
 // releases, MLPerf rounds: the id's second field); "" for sources of one release.

@@ -35,6 +35,11 @@ HeldOut held_out_predictions(const Report& rep);
 // releases, MLPerf rounds: the id's second field); "" for sources of one release (accuracy_ranking.cpp).
 std::string release_of(const Row& r);
 
+// The share of the best measured time that following `t` gets, over the rows `idx`: measured best / measured time
+// of the row `t` ranks first; rows `t` ties (within 1e-9, relative: t must be positive) count as a uniform pick
+// among them (accuracy_ranking.cpp).
+double share_of_best(const std::vector<size_t>& idx, const std::vector<double>& meas, const std::vector<double>& t);
+
 // Error on throughput: measured time / predicted time - 1 (positive = the model is optimistic).
 inline double throughput_error(const Row& r, double predicted_s) { return r.meas_time_s / predicted_s - 1; }
 
