@@ -56,16 +56,15 @@ std::string write_job_files(const std::function<const PlanFiles&(const std::stri
   const mode_t dir_mode = r.group_readable ? 0750 : 0700, file_mode = r.group_readable ? 0640 : 0600;
   std::string last_error = "no directory to write to";
   const auto write_into = [&](const std::string& dir, UniqueFd fd) {
-    const PlanFiles* planned = nullptr;
+    const PlanFiles* files = nullptr;
     try {
-      planned = &plan_in(dir);
+      files = &plan_in(dir);
     } catch (...) {
       ::rmdir(dir.c_str());  // the plan failed after the directory was made: leave no empty one behind
       throw;
     }
-    const PlanFiles& files = *planned;
     try {
-      write_plan_files(fd.get(), dir, files, dir_mode, file_mode);
+      write_plan_files(fd.get(), dir, *files, dir_mode, file_mode);
       return true;
     } catch (const std::exception& e) {
       last_error = e.what();
