@@ -8,7 +8,6 @@
 // Any failure: logged with the paratune: prefix, the job runs untouched, the callback returns 0 — unless the
 // site policy says on_error = "closed", the only way paratune ever fails a job.
 #include <fcntl.h>
-#include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -36,8 +35,8 @@
 #include "job/metrics_file.h"
 #include "job/report_reader.h"
 #include "paratune/common/safe_file.h"
-#include "job/tuning_index.h"
 #include "job/tuning_line.h"
+#include "job/tuning_log_writer.h"
 #include "job/tuning_record.h"
 #include "paratune/probe/probe.h"
 #include "plugin_state.h"
@@ -95,15 +94,7 @@ void warn_no_job_log(const std::string& path, int err) {
 
 // <log_dir>/jobs/<jobid>/ (job/job_files.h), opened as root inside root-owned directories (jobs/ checked like
 // log_dir: root's, not group/world-writable, so no user can plant a link or a file there).
-common::UniqueFd jobs_directory(const std::string& log_dir) {
-  common::ensure_directory(log_dir, 0755, 0);
-  return common::ensure_directory(log_dir + "/jobs", 0750, 0);
-}
-
-common::UniqueFd job_directory() {
-  auto jobs = jobs_directory(state().config.log_dir);
-  return job::open_job_dir(jobs.get(), state().job.job_id);
-}
+common::UniqueFd job_directory() { return job::open_job_dir_in(state().config.log_dir, state().job.job_id); }
 
 void open_job_log(const std::string& log_dir, const std::string& job_id) {
   const std::string where = log_dir + "/jobs/" + job::job_dir_name(job_id);
@@ -488,37 +479,13 @@ int user_init(spank_t sp) {
   return 0;
 }
 
-// The tuning log: the policy may move it and set its mode and group; root-owned directories only.
-long tuning_log_group(const std::string& group) {
-  std::vector<char> buf(16384);
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    struct group gr {}, *found = nullptr;
-    const int rc = getgrnam_r(group.c_str(), &gr, buf.data(), buf.size(), &found);
-    if (rc == 0 && found) return found->gr_gid;
-    if (rc != ERANGE) break;
-    buf.resize(buf.size() * 4);  // a group with many members needs a larger buffer
-  }
-  // A numeric group is taken as a gid only when it is all digits; anything else leaves the group unchanged.
-  const bool numeric = !group.empty() && group.size() < 11 &&
-                       std::all_of(group.begin(), group.end(), [](unsigned char c) { return std::isdigit(c); });
-  if (numeric) return std::stol(group);
-  log().warn("tuning log: group {} not found; the log's group is left unchanged", job::capped(group));
-  return -1;
-}
-
+// The line into the site tuning log, where and how the policy says: its path, mode and group, indexed for
+// `paratune summary --job` (job/tuning_log_writer.h). Throws when the line could not be appended.
 void write_tuning_line(const std::string& text) {
   auto& s = state();
-  std::string path = s.policy.log.tuning_log.value_or(s.config.log_dir + "/tuning.jsonl");
-  const auto slash = path.find_last_of('/');
-  const std::string dir_path = slash == 0 ? "/" : path.substr(0, slash), name = path.substr(slash + 1);
-  auto dir = common::ensure_directory(dir_path, 0755, 0);
-  const mode_t mode = s.policy.log.file_mode & 0664;  // never writable by others
-  const long gid = s.policy.log.group ? tuning_log_group(*s.policy.log.group) : -1;
-  common::append_line(dir.get(), name, text, mode, gid);
-  // Where the line landed, for `paratune summary --job` (the slurmctld epilog); without it readers scan.
-  if (const auto problem = job::index_tuning_line(dir_path, dir.get(), name, s.job.job_id, text, mode, gid);
-      !problem.empty())
-    log().warn("tuning log index: {}", problem);
+  const auto written = job::append_tuning_line(s.policy.log, s.config.log_dir, s.job.job_id, text);
+  for (const auto& warning : written.warnings) log().warn("{}", warning);
+  if (!written.error.empty()) throw std::runtime_error(written.error);
 }
 
 // One tuning-log line per job: the first deciding step of the job claims it (jobs/<id>/line, created O_EXCL in
@@ -526,16 +493,10 @@ void write_tuning_line(const std::string& text) {
 // A marker that cannot be made (read-only log_dir, while the policy puts the tuning log elsewhere) must not cost
 // the line: the step writes it, and the Slurm log says why the job may then have more than one.
 bool claim_tuning_line(const std::string& job_id) {
-  try {
-    auto dir = job_directory();
-    common::UniqueFd marker(::openat(dir.get(), job::kLineMarkerName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-    if (marker) return true;
-    if (errno == EEXIST) return false;
-    throw std::system_error(errno, std::generic_category(), "jobs/" + job::job_dir_name(job_id) + "/line");
-  } catch (const std::exception& e) {
-    log().warn("tuning log: cannot mark job {} as logged ({}); writing its line anyway", job_id, e.what());
-    return true;
-  }
+  const auto claim = job::claim_tuning_line(state().config.log_dir, job_id);
+  if (!claim.problem.empty())
+    log().warn("tuning log: cannot mark job {} as logged ({}); writing its line anyway", job_id, claim.problem);
+  return claim.write;
 }
 
 // What the job achieved, from its report: read and parsed as the job's user in a bounded child, the fields made
