@@ -4,7 +4,7 @@
 // the job's one claim on a line: the marker jobs/<jobid>/line (job_files.h), created O_EXCL by the first deciding
 // step, so that several sruns in one allocation write one line. A marker that cannot be made (a read-only
 // log_dir while the policy puts the log elsewhere) must not cost the line: the step writes it anyway and says why.
-// Problems come back as text; the plugin (ctx_remote.cpp) logs them.
+// Problems come back as text; the plugin (remote_exit.cpp) logs them.
 #pragma once
 
 #include <sys/types.h>
