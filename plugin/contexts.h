@@ -9,7 +9,7 @@ namespace paratune::plugin {
 int client_init(spank_t sp, int ac, char** av);
 int client_post_opt(spank_t sp, int ac, char** av);
 
-// ctx_remote.cpp — slurmstepd: probe, decide, inject, log.
+// ctx_remote.cpp — slurmstepd: probe, decide, inject, log (the work in remote_*.cpp, remote.h).
 int remote_init(spank_t sp, int ac, char** av);
 int remote_post_opt(spank_t sp, int ac, char** av);
 int remote_user_init(spank_t sp, int ac, char** av);

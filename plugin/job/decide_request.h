@@ -1,5 +1,5 @@
 // What a job step's decision is made from, and the request that carries it to the deciding child. One function
-// for the plugin (slurmstepd, ctx_remote.cpp) and for `paratune advise --paratune` (cli/job_dry_run.cpp), so that
+// for the plugin (slurmstepd, remote_decide.cpp) and for `paratune advise --paratune` (cli/job_dry_run.cpp), so that
 // a dry run on the command line makes the plan the job would get, from the same facts, by the same code.
 #pragma once
 

@@ -101,6 +101,12 @@ UniqueFd open_job_dir(int jobs_dirfd, const std::string& job_id, bool create) {
   return fd;
 }
 
+UniqueFd open_job_dir_in(const std::string& log_dir, const std::string& job_id) {
+  common::ensure_directory(log_dir, 0755, 0);
+  UniqueFd jobs = common::ensure_directory(log_dir + "/jobs", 0750, 0);
+  return open_job_dir(jobs.get(), job_id);
+}
+
 void record_partition(int job_dirfd, const std::string& partition) {
   write_file_atomic(job_dirfd, kPartitionRecordName, partition + "\n", 0600);
 }

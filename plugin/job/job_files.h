@@ -35,6 +35,11 @@ std::string job_dir_name(const std::string& job_id);
 // std::runtime_error says why. `create` = false: an empty descriptor when it does not exist.
 common::UniqueFd open_job_dir(int jobs_dirfd, const std::string& job_id, bool create = true);
 
+// The job's directory as slurmstepd's steps use it: log_dir (0755) and log_dir/jobs (0750) made when missing,
+// root's and not group/world-writable (so no user can plant a link or a file there), then jobs/<jobid>/ as
+// open_job_dir makes it. Throws when any of them cannot be made or is wrong.
+common::UniqueFd open_job_dir_in(const std::string& log_dir, const std::string& job_id);
+
 // The job's partition, recorded by a step that had it from Slurm; read back (a regular root-owned file, one line,
 // at most 256 bytes) by later steps on the nodes that share this log_dir.
 void record_partition(int job_dirfd, const std::string& partition);

@@ -1,6 +1,6 @@
 // The parts of a job's tuning-log line that come after the decision, made from typed values (no Slurm, no I/O):
 // what the job's report said, what the other nodes' checks found, and what the finished line adds to the node's
-// metrics. The plugin (ctx_remote.cpp) gathers the inputs in slurmstepd; everything here is unit-tested.
+// metrics. The plugin (remote_exit.cpp) gathers the inputs in slurmstepd; everything here is unit-tested.
 #pragma once
 
 #include <string>

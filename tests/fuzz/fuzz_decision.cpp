@@ -100,7 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   who.uid = 1000;
   who.nodes = in.alloc.nodes;
   who.gpus_on_node = gpus;
-  // As the plugin writes it (ctx_remote.cpp): invalid UTF-8 from user input is replaced, never thrown.
+  // As the plugin writes it (job/tuning_record.cpp tuning_line_text): invalid UTF-8 from user input is replaced, never thrown.
   (void)job::tuning_record(who, in.spec, d, outcome, 1700000000).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return 0;
 }

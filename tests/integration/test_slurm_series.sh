@@ -51,7 +51,7 @@ expect() {
   local got; got=$(awk -v k="$fact" 'index($0, k "=") == 1 { print substr($0, length(k) + 2); exit }' "$WORK/facts.txt")
   check "Slurm $series: $fact = $want (got '${got:-(no such fact)}')" test "$got" = "$want"
 }
-# --- the same on both series: what paratune relies on (plugin/ctx_remote.cpp, job/allocation.cpp, slurm_nodes.h)
+# --- the same on both series: what paratune relies on (plugin/ctx_remote.cpp and remote_*.cpp, planner/src/allocation.cpp, slurm_nodes.h)
 # the option reaches the batch step before init_post_opt; the batch step's callbacks, and who runs them
 expect batch.allocator.option_calls                     remote=0:batch   =
 expect batch.batch.callbacks                            init,opt,init_post_opt,user_init,task_init,task_exit,exit =

@@ -138,7 +138,7 @@ TEST(FuzzRegression, TopologyJsonNumberBeyondDoubleIsAProbeError) {
 
 // fuzz_decision: --paratune=@FILE with a file name that is not UTF-8 (any byte but NUL and '/' is a valid name):
 // decide() succeeds, then decision_files() (plan.json: its notes name the file) threw json::type_error — the job
-// ran untouched although its scenario was fine, and the tuning-log line (ctx_remote.cpp: line.dump()) would throw
+// ran untouched although its scenario was fine, and the tuning-log line (job/tuning_record.cpp: tuning_line_text) would throw
 // the same way. Plan files and the log line must be written (invalid bytes replaced).
 TEST(FuzzRegression, ScenarioFileNameNotUtf8StillGivesPlanFiles) {
   planner::DecisionInput in;
