@@ -114,7 +114,9 @@ Layout layout_from_scenario(const Scenario& s) {
 namespace {
 
 // A stage layout (first/last ranks' layers): Megatron and NeMo take it (--pipeline-model-parallel-layout), with at
-// least one layer per virtual chunk on every rank.
+// least one layer on every rank. A rank may hold fewer layers than virtual chunks: Megatron-Core's layout accepts
+// empty stages (docs/source/api-guide/pipeline_parallel_layout.md at core_v0.14/0.15: "it is legal to have empty
+// stages").
 std::string stage_layout_problem(const Scenario& s, const Layout& l, Framework f) {
   if (f == Framework::Torchtitan) return torchtitan_split_problem(s, l);
   if (l.first_stage_layers <= 0 && l.last_stage_layers <= 0) return "";
@@ -122,13 +124,13 @@ std::string stage_layout_problem(const Scenario& s, const Layout& l, Framework f
     return std::string("a pipeline stage layout (first/last_stage_layers) is planned for megatron, nemo and "
                        "torchtitan only, not ") +
            to_string(f);
-  const int v = std::max(1, l.virtual_stages), L = s.model.layers;
+  const int L = s.model.layers;
   const int left = L - l.first_stage_layers - l.last_stage_layers;
-  if (l.pp < 2 || l.first_stage_layers < v || l.last_stage_layers < v ||
-      (l.pp == 2 ? left != 0 : left < (l.pp - 2) * v))
+  if (l.pp < 2 || l.first_stage_layers < 1 || l.last_stage_layers < 1 ||
+      (l.pp == 2 ? left != 0 : left < l.pp - 2))
     return "first_stage_layers " + std::to_string(l.first_stage_layers) + " and last_stage_layers " +
            std::to_string(l.last_stage_layers) + " do not split " + std::to_string(L) + " layers over pp " +
-           std::to_string(l.pp) + " with at least " + std::to_string(v) + " a rank";
+           std::to_string(l.pp) + " with at least one layer on every rank";
   return "";
 }
 

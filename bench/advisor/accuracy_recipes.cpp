@@ -114,8 +114,11 @@ advisor::Prediction recipe_prediction(const Row& r, const advisor::ModelParams& 
 
 struct Check {
   const Row* row = nullptr;
-  std::string own_time;  // MoE recipes: the recipe's measured time against its out-of-sample predictions
-  bool own_optimistic = false;  // ... and both of them predict the recipe faster than measured
+  bool moe = false;
+  // The recipe's measured time against its own predictions (dense: leave one source out / in sample; MoE: leave one
+  // source out / leave one model out), and whether both predict the recipe faster than measured.
+  std::string own_time;
+  bool own_optimistic = false;
   double mem_gib = 0, capacity_gib = 0;  // the recipe layout's memory and the GPU's
   Layout recipe, advised;
   bool recipe_fits = true, advised_ok = true;
@@ -152,27 +155,91 @@ Check check_recipe(const Row& r, const advisor::ModelParams& p) {
   return c;
 }
 
-// "+3 % / -2 %": measured time over the time predicted without the row's source and without its model, minus 1
-// (positive: the model is optimistic about the recipe itself).
-std::string own_time(const Row& r, const MoeInputs& moe) {
-  const auto so = moe.loso_s.find(r.id), mo = moe.lomo_s.find(r.id);
-  if (so == moe.loso_s.end() || mo == moe.lomo_s.end()) return "";
-  return formatted(100 * throughput_error(r, so->second), "%+.0f %%") + " / " +
-         formatted(100 * throughput_error(r, mo->second), "%+.0f %%");
+// "+3 % / -2 %": measured time over two predictions of the row, minus 1 (positive: the model is optimistic about the
+// recipe itself); both positive marks the check optimistic.
+void set_own_time(Check* c, double first_s, double second_s) {
+  const double a = throughput_error(*c->row, first_s), b = throughput_error(*c->row, second_s);
+  c->own_time = formatted(100 * a, "%+.0f %%") + " / " + formatted(100 * b, "%+.0f %%");
+  c->own_optimistic = a > 0 && b > 0;
+}
+
+// The MoE recipes: predicted without the row's source and without its model.
+void moe_own_time(Check* c, const MoeInputs& moe) {
+  const auto so = moe.loso_s.find(c->row->id), mo = moe.lomo_s.find(c->row->id);
+  if (so != moe.loso_s.end() && mo != moe.lomo_s.end()) set_own_time(c, so->second, mo->second);
+}
+
+// The dense recipes are scored rows of the dense report: predicted without the row's source, and in sample.
+void dense_own_time(Check* c, const std::vector<Row>& dense, const HeldOut& held) {
+  const size_t i = size_t(c->row - dense.data());
+  if (i < held.source.size() && i < held.in_sample.size()) set_own_time(c, held.source[i], held.in_sample[i]);
+}
+
+// What the recipe table adds up to: the ratios, the claims above the red flag (dense [0] and MoE [1], and how many
+// of them are over recipes both own-time figures predict too fast), their largest terms.
+struct Tally {
+  int flagged = 0, unfit = 0, scored = 0;
+  int claims[2] = {0, 0}, optimistic[2] = {0, 0};
+  std::vector<double> ratios;
+  std::map<std::string, int> leading;  // the largest term of each claimed win
+};
+
+void write_check_row(std::ostream& md, const Check& c, Tally* t) {
+  const Row& r = *c.row;
+  md << "| " << r.s.model.name << " | " << r.s.cluster.gpu << " | " << r.s.total_gpus() << " | "
+     << advisor::to_string(r.s.training.precision) << " | " << short_layout(c.recipe) << " | " << c.own_time << " | "
+     << (c.recipe_fits ? "yes" : "**no** (" + formatted(c.mem_gib, "%.1f") + " of " +
+                                     formatted(c.capacity_gib, "%.1f") + " GiB)") << " | ";
+  if (!c.advised_ok) {
+    md << " | nothing fits | | |\n";
+  } else {
+    md << (c.rank > c.considered ? "> " + std::to_string(c.considered) : std::to_string(c.rank)) << " | "
+       << short_layout(c.advised) << " | " << formatted(c.ratio, "%.3f") << " | " << c.terms << " |\n";
+    t->ratios.push_back(c.ratio);
+    if (c.ratio > kRedFlag) {
+      ++t->flagged;
+      ++t->leading[c.terms.substr(0, c.terms.find(' '))];
+      if (!c.own_time.empty()) ++t->claims[c.moe], t->optimistic[c.moe] += c.own_optimistic;
+    }
+  }
+  t->unfit += !c.recipe_fits;
+  ++t->scored;
+}
+
+void write_summary(std::ostream& md, Tally* t) {
+  std::sort(t->ratios.begin(), t->ratios.end());
+  const double median = t->ratios.empty() ? 0 : t->ratios[t->ratios.size() / 2];
+  md << "\n" << t->scored << " recipes: median advised/recipe " << formatted(median, "%.3f") << "; " << t->flagged
+     << " claim a win above " << formatted(100 * (kRedFlag - 1), "%.0f") << " %; " << t->unfit
+     << " recipe layouts the memory model rejects (the fits column gives a rejected layout's memory and the GPU's). Of "
+     << t->claims[0] << " dense claims, " << t->optimistic[0] << ", and of " << t->claims[1] << " MoE claims, "
+     << t->optimistic[1]
+     << ", are over recipes whose own time the model already predicts too fast (both own-time figures positive): "
+        "those rest on the advised plan's price, not on over-pricing the recipe; a claim beside a negative own-time "
+        "figure may rest on over-pricing the recipe. The largest term of each claim:";
+  for (const auto& [term, n] : t->leading) md << " " << term << " " << n << ";";
+  if (t->leading.count("pp_imbalance"))
+    md << " `pp_imbalance` is what the recipe's slowest pipeline rank carries beyond an even share (the embedding, "
+          "the LM head and loss, MTP) after the stage split `advise` would plan, in whole layers with at least one "
+          "a rank: a layout without a pipeline, or with fewer stages, avoids it;";
+  if (t->leading.count("ep_comm"))
+    md << " `ep_comm` rests on the dispatcher prices no same-release row can check (the MoE ranking above);";
+  md << "\n";
 }
 
 }  // namespace
 
-void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInputs& moe,
+void write_recipes(std::ostream& md, const std::vector<Row>& dense, const HeldOut& held, const MoeInputs& moe,
                    const advisor::ModelParams& dense_params) {
   std::vector<Check> checks;
-  for (const Row* r : newest_recipes(dense)) checks.push_back(check_recipe(*r, dense_params));
+  for (const Row* r : newest_recipes(dense)) {
+    checks.push_back(check_recipe(*r, dense_params));
+    dense_own_time(&checks.back(), dense, held);
+  }
   for (const Row* r : newest_recipes(moe.rows)) {
     checks.push_back(check_recipe(*r, moe.shipped));
-    checks.back().own_time = own_time(*r, moe);
-    const auto so = moe.loso_s.find(r->id), mo = moe.lomo_s.find(r->id);
-    checks.back().own_optimistic = so != moe.loso_s.end() && mo != moe.lomo_s.end() &&
-                                   throughput_error(*r, so->second) > 0 && throughput_error(*r, mo->second) > 0;
+    checks.back().moe = true;
+    moe_own_time(&checks.back(), moe);
   }
   md << "\n## Recipe check: advise against NVIDIA's tuned recipes\n\n"
      << "The Megatron-Bridge rows are layouts NVIDIA tuned by measurement. For the newest release of each (model, "
@@ -181,53 +248,21 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInp
         "the recipe's source sets: its recompute modules, and for DeepSeek-V3 the precision-aware optimizer with bf16 "
         "moments and fp32 main parameters, NVIDIA-NeMo/Megatron-Bridge `recipes/deepseek/deepseek_v3.py`), its rank among "
         "the 31 best layouts `advise` finds on the same scenario left free, and advised/recipe, the predicted speed "
-        "of the advised plan over the recipe's. For the MoE recipes, *own time* is the recipe's measured time over its "
-        "prediction out of sample (leave one source out / leave one model out; `measured / predicted - 1`, positive = "
-        "the model is optimistic about the recipe itself). Above " << formatted(kRedFlag, "%.2f")
+        "of the advised plan over the recipe's. *Own time* is the recipe's measured time over its own prediction "
+        "(`measured / predicted - 1`, positive = the model is optimistic about the recipe itself): for the dense "
+        "recipes, scored rows of the tables above, predicted out of sample (leave one source out) / in sample, with "
+        "Megatron's own stage split as the rows are scored (where the table plans a faster split, it prices the "
+        "recipe faster still); for the MoE recipes, out of sample twice (leave one "
+        "source out / leave one model out). Above "
+     << formatted(kRedFlag, "%.2f")
      << " the model claims a win over the vendor: the last column names the terms the recipe pays more for "
         "(share of the recipe's step); such a claim is a red flag for the model until measured.\n\n"
      << "| model | system | GPUs | precision | recipe layout | own time | fits | rank | advised | advised/recipe | "
         "claimed win from |\n"
      << "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  int flagged = 0, unfit = 0, scored = 0, moe_flagged = 0, moe_flagged_optimistic = 0;
-  std::vector<double> ratios;
-  std::map<std::string, int> leading;  // the largest term of each claimed win
-  for (const auto& c : checks) {
-    const Row& r = *c.row;
-    md << "| " << r.s.model.name << " | " << r.s.cluster.gpu << " | " << r.s.total_gpus() << " | "
-       << advisor::to_string(r.s.training.precision) << " | " << short_layout(c.recipe) << " | " << c.own_time
-       << " | " << (c.recipe_fits ? "yes" : "**no** (" + formatted(c.mem_gib, "%.1f") + " of " +
-                                       formatted(c.capacity_gib, "%.1f") + " GiB)") << " | ";
-    if (!c.advised_ok) {
-      md << " | nothing fits | | |\n";
-    } else {
-      md << (c.rank > c.considered ? "> " + std::to_string(c.considered) : std::to_string(c.rank)) << " | "
-         << short_layout(c.advised) << " | " << formatted(c.ratio, "%.3f") << " | " << c.terms << " |\n";
-      ratios.push_back(c.ratio);
-      flagged += c.ratio > kRedFlag;
-      if (c.ratio > kRedFlag) ++leading[c.terms.substr(0, c.terms.find(' '))];
-      if (!c.own_time.empty() && c.ratio > kRedFlag) moe_flagged++, moe_flagged_optimistic += c.own_optimistic;
-    }
-    unfit += !c.recipe_fits;
-    ++scored;
-  }
-  std::sort(ratios.begin(), ratios.end());
-  const double median = ratios.empty() ? 0 : ratios[ratios.size() / 2];
-  md << "\n" << scored << " recipes: median advised/recipe " << formatted(median, "%.3f") << "; " << flagged
-     << " claim a win above " << formatted(100 * (kRedFlag - 1), "%.0f") << " %; " << unfit
-     << " recipe layouts the memory model rejects (the fits column gives a rejected layout's memory and the GPU's). Of "
-     << moe_flagged << " MoE claims, " << moe_flagged_optimistic
-     << " are over recipes whose own time the model already predicts too fast out of sample (both own-time figures "
-        "positive): those rest on the advised plan's price, not on over-pricing the recipe. The largest term of "
-        "each claim:";
-  for (const auto& [term, n] : leading) md << " " << term << " " << n << ";";
-  if (leading.count("pp_imbalance"))
-    md << " `pp_imbalance` is what the recipe's slowest pipeline rank carries beyond an even share (the embedding, "
-          "the LM head and loss, MTP, on ranks of equal layer counts where the recipe's interleaving leaves no room "
-          "to rebalance): a layout without a pipeline, or a rebalanced one, avoids it;";
-  if (leading.count("ep_comm"))
-    md << " `ep_comm` rests on the dispatcher prices no same-release row can check (the MoE ranking above);";
-  md << "\n";
+  Tally t;
+  for (const auto& c : checks) write_check_row(md, c, &t);
+  write_summary(md, &t);
 }
 
 }  // namespace paratune::accuracy

@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     moe.base = moe_apply_params(shipped_params(), moe_extract(priors));  // MoE terms from their priors
     write_moe(md, moe);
     rep.summary += moe.summary;
-    write_recipes(md, rows, moe, params);
+    write_recipes(md, rows, held, moe, params);
   }
   if (!args.rows_csv.empty() && !write_rows_csv(args.rows_csv, rep, held)) {
     std::fprintf(stderr, "accuracy_report: cannot write %s\n", args.rows_csv.c_str());

@@ -67,9 +67,10 @@ struct MoeInputs {
 };
 void write_moe(std::ostream& md, MoeInputs& in);
 
-// The recipe check (accuracy_recipes.cpp): advise against the newest Megatron-Bridge recipes, dense and MoE.
-// For the MoE recipes also the recipe's own measured time against its out-of-sample predictions (moe.loso_s, lomo_s).
-void write_recipes(std::ostream& md, const std::vector<Row>& dense, const MoeInputs& moe,
+// The recipe check (accuracy_recipes.cpp): advise against the newest Megatron-Bridge recipes, dense and MoE, with
+// each recipe's own measured time against its predictions: the dense ones (rows of `dense`, which `held` is aligned
+// with) left out by source and in sample, the MoE ones left out by source and by model (moe.loso_s, lomo_s).
+void write_recipes(std::ostream& md, const std::vector<Row>& dense, const HeldOut& held, const MoeInputs& moe,
                    const ModelParams& dense_params);
 
 // One CSV line per row with the in-sample prediction's breakdown (analysis aid; false when the file cannot be written).

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
@@ -120,6 +121,14 @@ std::vector<Case> cases(Framework f, const std::string& version) {
     auto s405 = scenario("llama3.1-405b", "h100-sxm5-80gb", 64, 1024, f, version);
     out.push_back({"405b uneven pp=8 vpp=4", s405, fixed(s405, 8, 8, 1, 4, 1, Recompute::Selective)});
     out.push_back({"8b megatron-fsdp tp=2", s8, fixed(s8, 2, 1, 1, 1, 3, Recompute::Full)});
+    // 40 layers over pp 4 x vpp 10 with 11 / 11 / 11 / 7 a rank: the last rank's last three chunks are empty.
+    auto s13 = scenario("llama2-13b", "h100-sxm5-80gb", 8, 512, f, version);
+    Plan light = fixed(s13, 2, 4, 1, 10, 1, Recompute::Selective);
+    light.layout.first_stage_layers = 11;
+    light.layout.last_stage_layers = 7;
+    EXPECT_EQ(layout_problem(s13, light.layout, f), "");
+    light.env = synthesize_env(s13, f, light.layout, 60);
+    out.push_back({"13b pp=4 vpp=10 planned 11/7 (empty chunks)", s13, light});
   }
   // Mixture of experts: an advised expert layout, and fixed ones that reach the flex dispatcher, expert TP, the
   // uneven DeepSeek-V3 pipeline (an explicit layout) and the all-to-all overlap.
@@ -169,8 +178,10 @@ std::string value_of(const std::string& line, const std::string& flag) {
 }
 
 // Megatron's pipeline layout string: pp x vpp stages separated by '|', every transformer layer once ('t'), the
-// embedding first ('E'), MTP ('m') and the loss ('L') last.
-void check_layout_string(const Scenario& s, const Layout& l, const std::string& line, const std::string& flag) {
+// embedding first ('E'), MTP ('m') and the loss ('L') last. A stage may be empty (the pinned
+// docs/source/api-guide/pipeline_parallel_layout.md at core_v0.14/0.15: "it is legal to have empty stages"), but every
+// rank -- stages r, r + pp, r + 2 pp, ... -- holds a transformer layer. Returns the number of stages without one.
+int check_layout_string(const Scenario& s, const Layout& l, const std::string& line, const std::string& flag) {
   std::string v = value_of(line, flag);
   v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
   EXPECT_EQ(std::count(v.begin(), v.end(), '|') + 1, l.pp * std::max(1, l.virtual_stages)) << v;
@@ -178,8 +189,15 @@ void check_layout_string(const Scenario& s, const Layout& l, const std::string& 
   EXPECT_EQ(std::count(v.begin(), v.end(), 'm'), s.model.mtp_layers) << v;
   EXPECT_EQ(v.front(), 'E') << v;
   EXPECT_EQ(v.back(), 'L') << v;
-  EXPECT_EQ(v.find("||"), std::string::npos) << "an empty stage: " << v;
+  std::vector<int> rank_layers(std::max(1, l.pp), 0);
+  std::vector<int> stage_layers(1, 0);
+  for (char c : v) {
+    if (c == '|') stage_layers.push_back(0);
+    else if (c == 't') ++stage_layers.back(), ++rank_layers[(stage_layers.size() - 1) % rank_layers.size()];
+  }
+  for (size_t r = 0; r < rank_layers.size(); ++r) EXPECT_GT(rank_layers[r], 0) << "rank " << r << " is empty: " << v;
   EXPECT_FALSE(has(line, "--num-virtual-stages-per-pipeline-rank")) << "one virtual-pipeline option only";
+  return int(std::count(stage_layers.begin(), stage_layers.end(), 0));
 }
 
 // The expert layout as the plan says it (Megatron names: --expert-model-parallel-size, ...).
@@ -232,7 +250,7 @@ TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
     expect_rule(c, "tp_comm_overlap_needs_sequence_parallel", "args.sequence_parallel == True", "args.tp_comm_overlap");
     expect_rule(c, "layers_divisible_by_pipeline", "num_layers % args.transformer_pipeline_model_parallel_size == 0");
     expect_rule(c, "one_virtual_pipeline_option", "int(args.num_layers_per_virtual_pipeline_stage is not None)");
-    int checked = 0;
+    int checked = 0, empty_stages = 0;
     for (const auto& k : cases(Framework::Megatron, v)) {
       const FrameworkArgs a = framework_args(k.s, k.plan);
       EXPECT_EQ(a.version, v);
@@ -274,7 +292,7 @@ TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
       const int counted = k.s.model.layers + (has(line, "--account-for-embedding-in-pipeline-split") ? 1 : 0) +
                           (has(line, "--account-for-loss-in-pipeline-split") ? 1 : 0);
       if (has(line, "--pipeline-model-parallel-layout")) {
-        check_layout_string(k.s, k.plan.layout, line, "--pipeline-model-parallel-layout");
+        empty_stages += check_layout_string(k.s, k.plan.layout, line, "--pipeline-model-parallel-layout");
       } else if (!has(line, "--num-virtual-stages-per-pipeline-rank")) {
         EXPECT_EQ(counted % pp, 0) << k.name;
       }
@@ -282,6 +300,7 @@ TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
                     int(has(line, "--num-layers-per-virtual-pipeline-stage")), 1);
     }
     EXPECT_GT(checked, 40) << "positive control: flags were emitted and checked";
+    EXPECT_GT(empty_stages, 0) << "positive control: a layout with empty stages was checked";
   }
 }
 
@@ -289,7 +308,7 @@ TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
 TEST(Contract, NemoEveryOverrideIsAConfigKey) {
   const json c = contract("nemo--2.4");
   expect_rule(c, "uneven_pipeline_split_needs_accounting", "num_layers % config.pipeline_model_parallel_size == 0");
-  int checked = 0;
+  int checked = 0, empty_stages = 0;
   for (const auto& k : cases(Framework::Nemo, "2.4")) {
     const FrameworkArgs a = framework_args(k.s, k.plan);
     std::map<std::string, std::string> kv;
@@ -310,7 +329,8 @@ TEST(Contract, NemoEveryOverrideIsAConfigKey) {
     const int counted = k.s.model.layers + (kv["trainer.strategy.account_for_embedding_in_pipeline_split"] == "true") +
                         (kv["trainer.strategy.account_for_loss_in_pipeline_split"] == "true");
     if (kv.count("trainer.strategy.pipeline_model_parallel_layout")) {
-      check_layout_string(k.s, k.plan.layout, "--x " + kv["trainer.strategy.pipeline_model_parallel_layout"], "--x");
+      const std::string layout = kv["trainer.strategy.pipeline_model_parallel_layout"];
+      empty_stages += check_layout_string(k.s, k.plan.layout, "--x " + layout, "--x");
     } else {
       EXPECT_EQ(counted % k.plan.layout.pp, 0) << k.name;
     }
@@ -326,6 +346,7 @@ TEST(Contract, NemoEveryOverrideIsAConfigKey) {
     EXPECT_EQ(kv["data.seq_length"], std::to_string(k.s.model.seq_len));
   }
   EXPECT_GT(checked, 40);
+  EXPECT_GT(empty_stages, 0) << "positive control: a layout with empty stages was checked";
 }
 
 // ---- DeepSpeed / Megatron-DeepSpeed -------------------------------------------------------------------------------

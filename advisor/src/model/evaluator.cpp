@@ -96,7 +96,7 @@ Layout Evaluator::with_planned_stages(Layout l) const {
 Layout Evaluator::with_planned_stages(Layout l, const Result& r) const {
   l.first_stage_layers = l.last_stage_layers = 0;
   if (l.pp < 2 || r_.stack.balanced_stages) return l;
-  terms::plan_stage_layers(r_.s.model.layers, l.pp, std::max(1, l.virtual_stages), r.layer_s, r.emb_s, r.head_s,
+  terms::plan_stage_layers(r_.s.model.layers, l.pp, r.layer_s, r.emb_s, r.head_s,
                            &l.first_stage_layers, &l.last_stage_layers);
   return l;
 }

@@ -101,20 +101,23 @@ void stage_layers(const Resolved& R, const Layout& l, int* first, int* mid, int*
 
 double Stages::max() const { return std::max({first, mid, last}); }
 
-void plan_stage_layers(int L, int p, int v, double per_layer, double emb, double head, int* first, int* last) {
+void plan_stage_layers(int L, int p, double per_layer, double emb, double head, int* first, int* last) {
   *first = *last = 0;
-  if (p < 2 || per_layer <= 0 || L < p * v) return;
-  // Every rank keeps at least one layer per virtual chunk; the middle ranks share the rest as evenly as whole
-  // layers allow. Try every first/last count around the balance point and keep the one whose slowest rank is the
-  // fastest (ties: the more even split).
+  if (p < 2 || per_layer <= 0 || L < p) return;
+  // Every rank keeps at least one layer; a virtual chunk may be left empty (Megatron-Core's layout accepts empty
+  // stages: docs/source/api-guide/pipeline_parallel_layout.md at core_v0.14/0.15, "it is legal to have empty
+  // stages"), so a rank may hold fewer layers than chunks. The interleaved schedule still runs an empty chunk's slots
+  // (its activations pass on, with no compute): that cost is not modelled, stage_times divides the bubble by v as
+  // for full chunks. The middle ranks share the rest as evenly as whole layers allow. Try every first/last count
+  // around the balance point and keep the one whose slowest rank is the fastest (ties: the more even split).
   // A rank never needs more than twice the mean (the others would then hold less than theirs).
-  const int hi = std::min(L - (p - 1) * v, 2 * ((L + p - 1) / p) + 2);
+  const int hi = std::min(L - (p - 1), 2 * ((L + p - 1) / p) + 2);
   double best = 1e300;
   int best_skew = 1 << 30;
-  for (int f = v; f <= hi; ++f)
-    for (int la = p == 2 ? L - f : v; la <= (p == 2 ? L - f : hi); ++la) {
+  for (int f = 1; f <= hi; ++f)
+    for (int la = p == 2 ? L - f : 1; la <= (p == 2 ? L - f : hi); ++la) {
       const int rest = L - f - la;
-      if (p == 2 ? rest != 0 : rest < (p - 2) * v) continue;
+      if (p == 2 ? rest != 0 : rest < p - 2) continue;
       const int mid = p > 2 ? (rest + p - 3) / (p - 2) : 0;
       const double slowest = std::max({emb + f * per_layer, head + la * per_layer, mid * per_layer});
       const int skew = std::abs(f - la) + std::abs(f - mid);

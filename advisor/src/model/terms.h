@@ -72,9 +72,9 @@ ShardPattern shard_pattern(const Resolved& R, const Layout& l);
 double exposed(const Resolved& R, const ModelParams& p, double comm, double window);
 
 // --- pipeline (pipeline.cpp) --------------------------------------------------------------------------------------
-// The first and last ranks' layer counts that make the slowest of L layers over p ranks (v chunks each) fastest,
-// with `emb` on the first rank and `head` on the last (0, 0 when p < 2).
-void plan_stage_layers(int L, int p, int v, double per_layer, double emb, double head, int* first, int* last);
+// The first and last ranks' layer counts that make the slowest of L layers over p ranks fastest, with `emb` on the
+// first rank and `head` on the last (0, 0 when p < 2); every rank keeps a layer, its virtual chunks may be empty.
+void plan_stage_layers(int L, int p, double per_layer, double emb, double head, int* first, int* last);
 // Layers on the first, middle and last stage (Megatron's embedding/loss-aware uneven split included).
 void stage_layers(const Resolved& R, const Layout& l, int* first, int* mid, int* last);
 struct Stages {

@@ -54,6 +54,19 @@ def check_megatron(f, ns):
         expect("layout stages", len(stages), f["pp"] * max(1, f["vpp"]))
         expect("layout transformer layers", sum(s.count("t") for s in stages), f["layers"])
         expect("layout MTP layers", sum(s.count("m") for s in stages), f["mtp_layers"])
+        parsers.validate_layer_layout(stages, f["pp"], f["layers"], f["mtp_layers"], f["version"] == "core_v0.15")
+        check_layout_split(f, stages)
+
+
+def check_layout_split(f, stages):
+    """A planned split: the first and last ranks (stages r, r + pp, ...) hold the plan's layer counts."""
+    pp = f["pp"]
+    ranks = [sum(stages[i].count("t") for i in range(r, len(stages), pp)) for r in range(pp)]
+    if min(ranks) < 1:
+        raise Reject("a pipeline rank without a transformer layer: %s" % ranks)
+    if f["first_stage_layers"] and f["last_stage_layers"]:
+        expect("layout layers on the first rank", ranks[0], f["first_stage_layers"])
+        expect("layout layers on the last rank", ranks[-1], f["last_stage_layers"])
 
 
 def optimizer_instances(f):
@@ -83,6 +96,9 @@ def check_nemo(f, kv):
         stages = parsers.layout_stages(layout)
         expect("layout stages", len(stages), f["pp"] * max(1, f["vpp"]))
         expect("layout transformer layers", sum(s.count("t") for s in stages), f["layers"])
+        # NeMo 2.4 runs Megatron-Core 0.14, whose MTP-with-loss assert is always true (parsers.validate_layer_layout).
+        parsers.validate_layer_layout(stages, f["pp"], f["layers"], f["mtp_layers"], False)
+        check_layout_split(f, stages)
 
 
 def check_json_file(path, f, contracts):

@@ -152,6 +152,15 @@ int special_cases(const fs::path& out) {
       n += emit(out / ("fixed-405b-uneven-pp8-vpp4__" + tag), s405, fixed(s405, 8, 8, 4, 1, Recompute::Selective));
       Scenario s8 = scenario("llama3-8b", f, v.id, 1);
       n += emit(out / ("fixed-8b-megatron-fsdp__" + tag), s8, fixed(s8, 2, 1, 1, 3, Recompute::Full));
+      // A planned split with fewer layers than chunks on the last rank: 40 layers, pp 4 x vpp 10, 11 / 11 / 11 / 7
+      // (the last rank's last three chunks empty).
+      Scenario s13 = scenario("llama2-13b", f, v.id, 8);
+      Plan light = fixed(s13, 2, 4, 10, 1, Recompute::Selective);
+      light.layout.first_stage_layers = 11;
+      light.layout.last_stage_layers = 7;
+      if (const std::string why = layout_problem(s13, light.layout, f); !why.empty())
+        throw std::runtime_error("empty-chunk split refused: " + why);
+      n += emit(out / ("fixed-13b-pp4-vpp10-split-11-7__" + tag), s13, light);
       // ZeRO-1 sharded within each node's 4 data-parallel ranks (tp 2): 16 nodes, 32 distributed-optimizer instances.
       Scenario s8n = scenario("llama3-8b", f, v.id, 16);
       Plan scoped = fixed(s8n, 2, 1, 1, 1, Recompute::Selective);

@@ -97,6 +97,40 @@ def layout_stages(layout):
     return stages
 
 
+def validate_layer_layout(stages, pp, num_layers, mtp_num_layers, mtp_with_loss):
+    """Megatron-Core's checks of a parsed layout (PipelineParallelLayerLayout.__init__ and validate_layer_layout in
+    megatron/core/transformer/pipeline_parallel_layer_layout.py at core_v0.14.0, core_v0.15.3 and main d98e8a64):
+    the stage count divides by pp; in layer order (the stages as written) the embedding first and the loss last,
+    each exactly once, num_layers decoder layers, mtp_num_layers MTP layers, none of them before a decoder layer,
+    only in a rank's last stage, and then all of them; with mtp_with_loss (core_v0.15.3 only: core_v0.14.0 asserts
+    a one-element tuple there, always true, and main dropped the assert) on the last rank, beside the loss. Counts
+    only: an empty stage passes (the pinned docs: "it is legal to have empty stages")."""
+    if len(stages) % pp:
+        raise Reject("pipeline_model_parallel_layout must be divisible by pipeline_model_parallel_size")
+    vpp = len(stages) // pp
+    flat = [x for stage in stages for x in stage]
+    if not flat or flat[0] != "E":
+        raise Reject("The first layer must be embedding")
+    if flat[-1] != "L":
+        raise Reject("The last layer must be loss")
+    if flat.count("E") != 1 or flat.count("L") != 1:
+        raise Reject("Embedding and loss must be specified exactly once")
+    if flat.count("t") != num_layers:
+        raise Reject("Number of decoder layers %d must match num_layers %d" % (flat.count("t"), num_layers))
+    if flat.count("m") != (mtp_num_layers or 0):
+        raise Reject("Number of mtp layers in layout must match mtp_num_layers")
+    if "m" in flat and "t" in flat[flat.index("m"):]:
+        raise Reject("decoder layers must be placed before MTP layers")
+    for rank in range(pp):
+        chunks = [stages[v * pp + rank] for v in range(vpp)]
+        if any("m" in c for c in chunks[:-1]):
+            raise Reject("Currently we restrict that the MTP should be always in the last virtual pipeline stage")
+        if "m" in chunks[-1] and chunks[-1].count("m") != mtp_num_layers:
+            raise Reject("All of the MTP layers must be in the same stage")
+        if "m" in chunks[-1] and mtp_with_loss and (rank != pp - 1 or "L" not in chunks[-1]):
+            raise Reject("MTP layers must be in the last stage together with Loss stage.")
+
+
 _CUSTOM_TYPES = {"moe_freq_type": freq_type, "no_rope_freq_type": freq_type, "la_freq_type": freq_type}
 
 
