@@ -86,7 +86,11 @@ int remote_task_init(spank_t, int, char**) {
 }
 
 int remote_task_exit(spank_t sp, int, char**) {
-  remote::note_task_exit(sp);
+  try {
+    remote::note_task_exit(sp);
+  } catch (const std::exception& e) {  // nothing crosses the C ABI (the status text is built with allocations)
+    log().error("task_exit: {}", e.what());
+  }
   return 0;
 }
 
