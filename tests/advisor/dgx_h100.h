@@ -21,4 +21,23 @@ inline Scenario on_dgx_h100(const char* preset, int nodes, int global_batch) {
   return s;
 }
 
+// Nemotron-22B as NVIDIA's NeMo 24.07 performance summary gives it (40 layers, hidden 6144, 48 heads, FFN 24576,
+// not gated, vocabulary 256,000, sequence 4096; data/calibration/published/measurements.csv row NEMO2407-9) on 8
+// DGX H100 nodes in FP8; `vocab` lets a test change the LM head's weight.
+inline Scenario nemotron_22b_on_dgx_h100(int vocab = 256000) {
+  Scenario s = on_dgx_h100("llama3-8b", 8, 256);
+  ModelSpec& m = s.model;
+  m.name = "nemotron-22b";
+  m.layers = 40;
+  m.hidden = 6144;
+  m.heads = 48;
+  m.kv_heads = 48;
+  m.ffn_hidden = 24576;
+  m.gated_mlp = false;
+  m.vocab = vocab;
+  m.seq_len = 4096;
+  s.training.precision = Precision::Fp8;
+  return s;
+}
+
 }  // namespace paratune::advisor::test_scenarios

@@ -20,22 +20,6 @@ using namespace paratune::advisor;
 
 namespace {
 
-Scenario nemotron_22b() {
-  Scenario s = test_scenarios::on_dgx_h100("llama3-8b", 8, 256);
-  ModelSpec& m = s.model;
-  m.name = "nemotron-22b";
-  m.layers = 40;
-  m.hidden = 6144;
-  m.heads = 48;
-  m.kv_heads = 48;
-  m.ffn_hidden = 24576;
-  m.gated_mlp = false;
-  m.vocab = 256000;
-  m.seq_len = 4096;
-  s.training.precision = Precision::Fp8;
-  return s;
-}
-
 Layout recipe(int vpp) {
   Layout l;
   l.tp = 2; l.pp = 4; l.dp = 8; l.micro_batch = 1; l.virtual_stages = vpp;
@@ -111,7 +95,7 @@ bool head_weighs_3_to_5_layers(const Evaluator::Result& r) {
 // than 7 + h and 11 + e; and with the first at most 11, the middle ranks at most 11 and the last at most 7, only
 // 11 + 11 + 11 + 7 reaches 40 layers. The old rule (a layer per chunk) kept 10 on every rank at vpp 10.
 TEST(EmptyChunks, TheHeadRankHoldsFewerLayersThanChunks) {
-  const Evaluator ev(nemotron_22b(), Framework::Megatron);
+  const Evaluator ev(test_scenarios::nemotron_22b_on_dgx_h100(), Framework::Megatron);
   const Layout l = recipe(10);
   const auto r = ev.evaluate(l);
   ASSERT_TRUE(head_weighs_3_to_5_layers(r)) << r.head_s / r.layer_s << " " << r.emb_s / r.layer_s;
@@ -119,7 +103,7 @@ TEST(EmptyChunks, TheHeadRankHoldsFewerLayersThanChunks) {
   EXPECT_EQ(planned.first_stage_layers, 11);
   EXPECT_EQ(planned.last_stage_layers, 7);
   EXPECT_LT(planned.last_stage_layers, l.virtual_stages);
-  EXPECT_EQ(layout_problem(nemotron_22b(), planned, Framework::Megatron), "");
+  EXPECT_EQ(layout_problem(test_scenarios::nemotron_22b_on_dgx_h100(), planned, Framework::Megatron), "");
   const auto even = ev.evaluate(l), lighter = ev.evaluate(planned);
   EXPECT_LT(lighter.br.pp_imbalance, 0.5 * even.br.pp_imbalance);
   EXPECT_LT(lighter.step_s, even.step_s);
@@ -129,7 +113,7 @@ TEST(EmptyChunks, TheHeadRankHoldsFewerLayersThanChunks) {
 // chunk, so the old bounds (first, last >= vpp) admitted it and the change leaves it alone: the same 11 / 7 as
 // without interleaving, where the old and new bounds are the same.
 TEST(EmptyChunks, FewerChunksThanLayersKeepTheSplit) {
-  const Evaluator ev(nemotron_22b(), Framework::Megatron);
+  const Evaluator ev(test_scenarios::nemotron_22b_on_dgx_h100(), Framework::Megatron);
   for (int vpp : {1, 2}) {
     const auto r = ev.evaluate(recipe(vpp));
     ASSERT_TRUE(head_weighs_3_to_5_layers(r)) << r.head_s / r.layer_s << " " << r.emb_s / r.layer_s;
@@ -144,7 +128,7 @@ TEST(EmptyChunks, FewerChunksThanLayersKeepTheSplit) {
 // argument, with empty stages where the split leaves a rank fewer layers than chunks.
 TEST(EmptyChunks, TheEmittedLayoutHasEmptyStagesWhereTheSplitSays) {
   for (Framework f : {Framework::Megatron, Framework::Nemo}) {
-    Scenario s = nemotron_22b();
+    Scenario s = test_scenarios::nemotron_22b_on_dgx_h100();
     s.training.framework = f;
     s.parallel.tp = 2;
     s.parallel.pp = 4;
@@ -165,7 +149,7 @@ TEST(EmptyChunks, TheEmittedLayoutHasEmptyStagesWhereTheSplitSays) {
 
 // The rule the check enforces now: every rank at least one layer, the counts adding up; fewer than vpp is fine.
 TEST(EmptyChunks, StageLayoutProblemNeedsALayerOnEveryRank) {
-  const Scenario s = nemotron_22b();
+  const Scenario s = test_scenarios::nemotron_22b_on_dgx_h100();
   auto split = [&](int pp, int first, int last) {
     Layout l = recipe(pp == 4 ? 10 : 1);
     l.pp = pp;

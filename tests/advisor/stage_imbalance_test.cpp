@@ -12,22 +12,6 @@ using namespace paratune::advisor;
 
 namespace {
 
-Scenario nemotron_22b(int vocab) {
-  Scenario s = test_scenarios::on_dgx_h100("llama3-8b", 8, 256);
-  ModelSpec& m = s.model;
-  m.name = "nemotron-22b";
-  m.layers = 40;
-  m.hidden = 6144;
-  m.heads = 48;
-  m.kv_heads = 48;
-  m.ffn_hidden = 24576;
-  m.gated_mlp = false;
-  m.vocab = vocab;
-  m.seq_len = 4096;
-  s.training.precision = Precision::Fp8;
-  return s;
-}
-
 // NVIDIA's recipe layout without interleaving: tp 2, pp 4, dp 8, micro-batch 2; 10 layers a rank unless given.
 Layout recipe(int first = 10, int last = 10) {
   Layout l;
@@ -45,7 +29,7 @@ Layout recipe(int first = 10, int last = 10) {
 // Ten layers on every rank: the first also runs the embedding, the last the 256k-vocabulary LM head and loss, so
 // max - mean = (10 L + head) - (40 L + emb + head) / 4 = (3 head - emb) / 4 per micro-batch.
 TEST(StageImbalance, IsTheSlowestRanksExcessOverAnEvenShare) {
-  const Evaluator ev(nemotron_22b(256000), Framework::Megatron);
+  const Evaluator ev(test_scenarios::nemotron_22b_on_dgx_h100(256000), Framework::Megatron);
   const auto r = ev.evaluate(recipe());
   ASSERT_GT(r.head_s, r.emb_s);
   EXPECT_NEAR(r.br.pp_imbalance, r.microbatches * (3 * r.head_s - r.emb_s) / 4, 1e-6 * r.step_s);
@@ -54,20 +38,20 @@ TEST(StageImbalance, IsTheSlowestRanksExcessOverAnEvenShare) {
 }
 
 TEST(StageImbalance, GrowsWithTheVocabularyAndVanishesWithoutAPipeline) {
-  const auto big = Evaluator(nemotron_22b(256000), Framework::Megatron).evaluate(recipe());
-  const auto small = Evaluator(nemotron_22b(32000), Framework::Megatron).evaluate(recipe());
+  const auto big = Evaluator(test_scenarios::nemotron_22b_on_dgx_h100(256000), Framework::Megatron).evaluate(recipe());
+  const auto small = Evaluator(test_scenarios::nemotron_22b_on_dgx_h100(32000), Framework::Megatron).evaluate(recipe());
   EXPECT_GT(big.br.pp_imbalance, 3 * small.br.pp_imbalance);
   EXPECT_GT(small.br.pp_imbalance, 0);
   Layout flat = recipe(0, 0);
   flat.pp = 1;
   flat.dp = 32;
-  const auto none = Evaluator(nemotron_22b(256000), Framework::Megatron).evaluate(flat);
+  const auto none = Evaluator(test_scenarios::nemotron_22b_on_dgx_h100(256000), Framework::Megatron).evaluate(flat);
   EXPECT_EQ(none.br.pp_imbalance, 0);  // control: one stage has nothing to be uneven with
 }
 
 // Taking three layers off the last rank (11 + 11 + 11 + 7) spreads the head's weight: less imbalance, a faster step.
 TEST(StageImbalance, ALighterLastRankHasLess) {
-  const Evaluator ev(nemotron_22b(256000), Framework::Megatron);
+  const Evaluator ev(test_scenarios::nemotron_22b_on_dgx_h100(256000), Framework::Megatron);
   const auto even = ev.evaluate(recipe(10, 10));
   const auto lighter = ev.evaluate(recipe(11, 7));
   EXPECT_LT(lighter.br.pp_imbalance, 0.5 * even.br.pp_imbalance);
