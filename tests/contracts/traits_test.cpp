@@ -66,6 +66,17 @@ const std::vector<Backing>& backings() {
                            "trainer.strategy.virtual_pipeline_model_parallel_size",
                            "parallelism.pipeline_parallel_schedule"});
        }},
+      // GPipe and the zero-bubble schedules: torchtitan takes any torch.distributed.pipelining schedule by name
+      // (a free string; the names are PyTorch's get_schedule_class keys, which no contract here extracts).
+      {"pipeline schedules beyond 1F1B",
+       [](const FrameworkTraits& t) {
+         return runs_schedule(t.framework, PipelineSchedule::GPipe) ||
+                runs_schedule(t.framework, PipelineSchedule::ZeroBubble) ||
+                runs_schedule(t.framework, PipelineSchedule::Zbv);
+       },
+       [](F, const json&, const std::set<std::string>& o) {
+         return any_of(o, {"parallelism.pipeline_parallel_schedule"});
+       }},
       {"expert parallelism", [](const FrameworkTraits& t) { return t.expert_parallel; },
        [](F, const json&, const std::set<std::string>& o) {
          return any_of(o, {"--expert-model-parallel-size", "trainer.strategy.expert_model_parallel_size",
