@@ -42,10 +42,11 @@ std::string schedule_problem(const Layout& l, Framework f) {
   if (!l.schedule) return "";
   const PipelineSchedule p = *l.schedule;
   const std::string name = std::string("pipeline_schedule ") + to_string(p);
-  if (l.pp < 2) return p == PipelineSchedule::OneFOneB ? "" : name + " needs pp >= 2";
+  if (l.pp < 2 && p == PipelineSchedule::OneFOneB) return "";  // no pipeline: nothing to schedule
   if (!runs_schedule(f, p))
     return name + " is not run by " + to_string(f) + " (" + what_runs(f) + "); torchtitan v0.2 and main run it (" +
            torchtitan_schedule_name(p) + ")";
+  if (l.pp < 2) return name + " needs pp >= 2";
   const int v = l.virtual_stages;
   if (p == PipelineSchedule::Zbv && v != 2)
     return name + " (ZBVZeroBubble) runs exactly 2 chunks per rank in a V: virtual_stages must be 2, not " +

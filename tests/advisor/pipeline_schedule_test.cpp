@@ -143,6 +143,18 @@ TEST(PipelineSchedule, RefusedWhereItCannotRun) {
   EXPECT_EQ(layout_problem(mega, zero1, Framework::Megatron), "") << "control: Megatron interleaves";
   EXPECT_NE(problem(PipelineSchedule::GPipe, 1, Framework::Nemo).find("torchtitan"), std::string::npos);
   EXPECT_NE(problem(PipelineSchedule::Zbv, 2, Framework::DeepSpeed).find("torchtitan"), std::string::npos);
+  // advise with the knob on a framework that lacks the schedule: the obstacle names it, and torchtitan.
+  Scenario asks = test_scenarios::on_dgx_h100("llama3-8b", 4, 128);
+  asks.parallel.pipeline_schedule = PipelineSchedule::ZeroBubble;
+  try {
+    advise(asks);
+    ADD_FAILURE() << "Megatron runs no zero-bubble schedule";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("not run by megatron"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("torchtitan"), std::string::npos) << e.what();
+  }
+  asks.parallel.pipeline_schedule = PipelineSchedule::Interleaved;
+  EXPECT_EQ(schedule_of(advise(asks).layout), PipelineSchedule::Interleaved) << "control";
   Layout flat = piped(PipelineSchedule::GPipe, 1);
   flat.pp = 1;
   flat.dp = 16;
