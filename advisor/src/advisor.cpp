@@ -381,6 +381,7 @@ bool plans_stages(const Scenario& s, Framework f, const Layout& l) {
 Ranked best_split(const Scenario& s, const Evaluator& ev, Framework f, const Layout& l, double usable) {
   const Evaluator::Result r = ev.evaluate(l);
   Ranked out{r.step_s, 0, f, l};
+  if (torchtitan_splits_stages(s, f, l) && schedule_of(l) == PipelineSchedule::Zbv) return out;  // a V: not planned
   if (torchtitan_splits_stages(s, f, l) && !s.parallel.first_stage_layers && !s.parallel.last_stage_layers) {
     // torchtitan takes no layout, only the weights of its ends: the weights nearest a cost balance, where that is
     // faster beyond the search's 1 % tie-break (its defaults are the least surprising arguments).

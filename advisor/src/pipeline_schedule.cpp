@@ -47,6 +47,9 @@ std::string schedule_problem(const Layout& l, Framework f) {
     return name + " is not run by " + to_string(f) + " (" + what_runs(f) + "); torchtitan v0.2 and main run it (" +
            torchtitan_schedule_name(p) + ")";
   if (l.pp < 2) return name + " needs pp >= 2";
+  if (p == PipelineSchedule::Zbv && (l.first_stage_layers > 0 || l.last_stage_layers > 0))
+    return name + " places the stages in a V (rank 0 holds the first and the last): first/last_stage_layers are not "
+                  "planned for it";
   const int v = l.virtual_stages;
   if (p == PipelineSchedule::Zbv && v != 2)
     return name + " (ZBVZeroBubble) runs exactly 2 chunks per rank in a V: virtual_stages must be 2, not " +

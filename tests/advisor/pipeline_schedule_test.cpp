@@ -127,6 +127,9 @@ TEST(PipelineSchedule, RefusedWhereItCannotRun) {
   };
   EXPECT_EQ(problem(PipelineSchedule::Zbv, 2), "");  // control: every refusal below changes one thing
   EXPECT_NE(problem(PipelineSchedule::Zbv, 3).find("virtual_stages must be 2"), std::string::npos);
+  Layout v_with_counts = piped(PipelineSchedule::Zbv, 2);
+  v_with_counts.first_stage_layers = 7, v_with_counts.last_stage_layers = 7;  // looped counts mean nothing in a V
+  EXPECT_NE(layout_problem(s, v_with_counts, Framework::Torchtitan).find("in a V"), std::string::npos);
   EXPECT_NE(problem(PipelineSchedule::Zbv, 4).find("virtual_stages must be 2"), std::string::npos);
   EXPECT_NE(problem(PipelineSchedule::ZeroBubble, 1).find("virtual_stages must be >= 2"), std::string::npos);
   EXPECT_NE(problem(PipelineSchedule::Interleaved, 1).find("virtual_stages must be >= 2"), std::string::npos);
