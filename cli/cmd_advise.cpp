@@ -125,6 +125,7 @@ std::string layout_text(const Layout& l) {
   std::string out = b;
   if (l.ep > 1 || l.etp > 1)  // expert parallelism (MoE)
     out += " ep=" + std::to_string(l.ep) + " etp=" + std::to_string(l.etp) + " dispatcher=" + to_string(l.dispatcher);
+  if (l.schedule) out += std::string(" schedule=") + to_string(*l.schedule);  // a fixed pipeline schedule
   return out;
 }
 

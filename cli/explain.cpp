@@ -91,7 +91,7 @@ void overlay(ParallelSpec& to, const ParallelSpec& from) {
   take(to.virtual_stages, from.virtual_stages), take(to.micro_batch, from.micro_batch);
   take(to.zero_stage, from.zero_stage), take(to.recompute, from.recompute);
   take(to.sequence_parallel, from.sequence_parallel), take(to.ep, from.ep), take(to.etp, from.etp);
-  take(to.dispatcher, from.dispatcher);
+  take(to.dispatcher, from.dispatcher), take(to.pipeline_schedule, from.pipeline_schedule);
   take(to.first_stage_layers, from.first_stage_layers), take(to.last_stage_layers, from.last_stage_layers);
   take(to.shard_group, from.shard_group);
   take(to.optimizer_moments, from.optimizer_moments), take(to.main_params, from.main_params);
@@ -111,6 +111,7 @@ std::string spec_text(const ParallelSpec& q) {
   if (q.sequence_parallel) add("sequence_parallel", *q.sequence_parallel ? "true" : "false");
   num("ep", q.ep), num("etp", q.etp);
   if (q.dispatcher) add("dispatcher", to_string(*q.dispatcher));
+  if (q.pipeline_schedule) add("pipeline_schedule", to_string(*q.pipeline_schedule));
   num("first_stage_layers", q.first_stage_layers), num("last_stage_layers", q.last_stage_layers);
   num("shard_group", q.shard_group);
   if (q.optimizer_moments) add("optimizer_moments", to_string(*q.optimizer_moments));

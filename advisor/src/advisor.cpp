@@ -17,6 +17,7 @@
 #include "paratune/advisor/model.h"
 #include "divisors.h"
 #include "obstacle.h"
+#include "pipeline_schedule.h"
 #include "torchtitan_split.h"
 
 namespace paratune::advisor {
@@ -91,7 +92,8 @@ Layout layout_from_scenario(const Scenario& s) {
   l.cp = p.cp.value_or(1);
   const int rest = l.tp * l.pp * l.cp;
   l.dp = p.dp.value_or(rest > 0 ? std::max(1, s.total_gpus() / rest) : 1);
-  l.virtual_stages = p.virtual_stages.value_or(1);
+  l.schedule = p.pipeline_schedule;
+  l.virtual_stages = p.virtual_stages.value_or(p.pipeline_schedule ? default_virtual_stages(*p.pipeline_schedule) : 1);
   l.micro_batch = p.micro_batch.value_or(1);
   l.zero_stage = p.zero_stage.value_or(traits(s.training.framework).default_zero);
   l.recompute = p.recompute.value_or(traits(s.training.framework).default_recompute);
@@ -147,6 +149,7 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
   if (m.heads % l.tp != 0) return "tp = " + std::to_string(l.tp) + " must divide heads (" + std::to_string(m.heads) + ")";
   if (kv % l.tp != 0) return "tp = " + std::to_string(l.tp) + " must divide kv_heads (" + std::to_string(kv) + ")";
   if (l.pp > m.layers) return "pp = " + std::to_string(l.pp) + " exceeds the layer count";
+  if (const std::string why = schedule_problem(l, f); !why.empty()) return why;
   if (l.virtual_stages > 1) {
     if (l.pp < 2) return "virtual_stages > 1 needs pp >= 2";
     if (!traits(f).interleaving)
@@ -378,6 +381,7 @@ bool plans_stages(const Scenario& s, Framework f, const Layout& l) {
 Ranked best_split(const Scenario& s, const Evaluator& ev, Framework f, const Layout& l, double usable) {
   const Evaluator::Result r = ev.evaluate(l);
   Ranked out{r.step_s, 0, f, l};
+  if (torchtitan_splits_stages(s, f, l) && schedule_of(l) == PipelineSchedule::Zbv) return out;  // a V: not planned
   if (torchtitan_splits_stages(s, f, l) && !s.parallel.first_stage_layers && !s.parallel.last_stage_layers) {
     // torchtitan takes no layout, only the weights of its ends: the weights nearest a cost balance, where that is
     // faster beyond the search's 1 % tie-break (its defaults are the least surprising arguments).
@@ -528,6 +532,10 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
     if (limits.max_ep > 0 && x.ep > limits.max_ep) continue;  // the site's caps on expert parallelism
     if (x.ep * x.etp > 1 && !allowed(limits.dispatchers, x.dispatcher)) continue;
     if (c.virtual_stages && *c.virtual_stages != v) continue;
+    // A fixed schedule: only the chunk counts it runs, and no pipeline-less layout for the schedules that need one.
+    if (c.pipeline_schedule && (!schedule_takes(*c.pipeline_schedule, v) ||
+                                (d.pp > 1 && !runs_schedule(f, *c.pipeline_schedule))))
+      continue;
     for (int z = 0; z <= 3; ++z) {
       if (!runs_zero(f, z, d.pp) || (c.zero_stage && *c.zero_stage != z) || !allowed(limits.zero_stages, z))
         continue;
@@ -538,7 +546,7 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
           if ((c.recompute_modules && r != Recompute::Selective) || (c.offload_layers.value_or(0) > 0 && r != Recompute::None))
             continue;
           Layout l;
-          l.tp = d.tp; l.pp = d.pp; l.cp = d.cp; l.dp = d.dp; l.virtual_stages = v;
+          l.tp = d.tp; l.pp = d.pp; l.cp = d.cp; l.dp = d.dp; l.virtual_stages = v; l.schedule = c.pipeline_schedule;
           l.zero_stage = z; l.recompute = r; l.sequence_parallel = sp && d.tp > 1; l.shard_group = sg;
           l.ep = x.ep; l.etp = x.etp; l.dispatcher = x.dispatcher;
           l.first_stage_layers = c.first_stage_layers.value_or(0);

@@ -370,6 +370,12 @@ const Knob kKnobs[] = {
      "fix the virtual pipeline stages per rank (interleaved schedule)",
      [](Scenario& s, const KnobValue& v) { s.parallel.virtual_stages = as_int(v); },
      [](const Scenario& s) { return of(s.parallel.virtual_stages); }},
+    {"parallel", "pipeline_schedule", KnobType::Enum, 0, 0, "1f1b|interleaved|gpipe|zero_bubble|zbv",
+     surface::kSpec | surface::kToml | surface::kJson, "", 0, "",
+     "fix the pipeline schedule (gpipe, zero_bubble, zbv: torchtitan only; unset: 1f1b, interleaved with "
+     "virtual_stages > 1)",
+     [](Scenario& s, const KnobValue& v) { s.parallel.pipeline_schedule = pipeline_schedule_from_string(as_text(v)); },
+     [](const Scenario& s) { return of(s.parallel.pipeline_schedule); }},
     {"parallel", "micro_batch", KnobType::Int, 1, 1048576, "N", surface::kSpec | surface::kToml | surface::kJson, "mbs",
      65536, "", "fix the micro-batch in sequences",
      [](Scenario& s, const KnobValue& v) { s.parallel.micro_batch = as_int(v); },

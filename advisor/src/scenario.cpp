@@ -169,6 +169,26 @@ bool ClusterSpec::lacks(Kernel k) const {
   return kernels && std::find(kernels->begin(), kernels->end(), k) == kernels->end();
 }
 
+const char* to_string(PipelineSchedule p) {
+  switch (p) {
+    case PipelineSchedule::OneFOneB: return "1f1b";
+    case PipelineSchedule::Interleaved: return "interleaved";
+    case PipelineSchedule::GPipe: return "gpipe";
+    case PipelineSchedule::ZeroBubble: return "zero_bubble";
+    case PipelineSchedule::Zbv: return "zbv";
+  }
+  return "?";
+}
+// PyTorch's class names (torch.distributed.pipelining get_schedule_class) are accepted too.
+PipelineSchedule pipeline_schedule_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "1f1b") return PipelineSchedule::OneFOneB;
+  if (v == "interleaved" || v == "interleaved1f1b") return PipelineSchedule::Interleaved;
+  if (v == "gpipe") return PipelineSchedule::GPipe;
+  if (v == "zero_bubble" || v == "interleavedzerobubble") return PipelineSchedule::ZeroBubble;
+  if (v == "zbv" || v == "zbvzerobubble") return PipelineSchedule::Zbv;
+  throw std::invalid_argument("'" + s + "' is not a pipeline schedule; valid: 1f1b, interleaved, gpipe, zero_bubble, zbv");
+}
 Dispatcher dispatcher_from_string(const std::string& s) {
   const std::string v = lower(s);
   if (v == "alltoall" || v == "all-to-all" || v == "a2a") return Dispatcher::AllToAll;

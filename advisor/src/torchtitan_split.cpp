@@ -18,6 +18,10 @@ bool torchtitan_splits_stages(const Scenario& s, Framework f, const Layout& l) {
 
 Layout with_torchtitan_split(const Scenario& s, Framework f, Layout l) {
   if (!torchtitan_splits_stages(s, f, l) || has_split(l)) return l;
+  // ZBVZeroBubble places the stages in a V (pipeline_module_split style "v": rank 0 holds the first and the last
+  // stage); the rank counts below are the looped placement's, so none are claimed for it (the model keeps equal
+  // counts: docs/model.md §5).
+  if (schedule_of(l) == PipelineSchedule::Zbv) return l;
   const auto split = torchtitan_default_split(s.model.layers, l.pp, std::max(1, l.virtual_stages));
   if (!split) return l;
   l.first_stage_layers = split->rank_layers.front();

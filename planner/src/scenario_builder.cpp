@@ -200,6 +200,8 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   if (spec.ep) s.parallel.ep = *spec.ep;  // mixture of experts: validate() refuses them for a dense model
   if (spec.etp) s.parallel.etp = *spec.etp;
   if (spec.dispatcher) s.parallel.dispatcher = advisor::dispatcher_from_string(*spec.dispatcher);
+  if (spec.pipeline_schedule)
+    s.parallel.pipeline_schedule = advisor::pipeline_schedule_from_string(*spec.pipeline_schedule);
   if (spec.mbs) s.parallel.micro_batch = *spec.mbs;
   if (spec.zero) s.parallel.zero_stage = *spec.zero;
   if (spec.recompute) s.parallel.recompute = advisor::recompute_from_string(*spec.recompute);

@@ -111,6 +111,17 @@ const std::vector<Backing>& backings() {
              if (v == "deepep") return true;
          return false;
        }},
+      // GPipe and the zero-bubble schedules: torchtitan takes any torch.distributed.pipelining schedule by name
+      // (a free string; the names are PyTorch's get_schedule_class keys, which no contract here extracts).
+      {"pipeline schedules beyond 1F1B",
+       [](const FrameworkTraits& t) {
+         return runs_schedule(t.framework, PipelineSchedule::GPipe) ||
+                runs_schedule(t.framework, PipelineSchedule::ZeroBubble) ||
+                runs_schedule(t.framework, PipelineSchedule::Zbv);
+       },
+       [](F, const json&, const std::set<std::string>& o) {
+         return any_of(o, {"parallelism.pipeline_parallel_schedule"});
+       }},
   };
   return b;
 }
@@ -164,6 +175,12 @@ TEST(FrameworkTraits, TheChecksBite) {
   EXPECT_FALSE(runs_shard_scope(Framework::DeepSpeed, 1));
   EXPECT_TRUE(runs_shard_scope(Framework::Megatron, 1));
   EXPECT_FALSE(runs_shard_scope(Framework::Megatron, 3)) << "Megatron-FSDP's HSDP is not planned";
+  // The schedules beyond 1F1B: torchtitan's schedule option; Megatron's argparse has none by that name.
+  const json tt = contract("torchtitan--v0.2");
+  EXPECT_TRUE(backings().back().present(Framework::Torchtitan, tt, options(tt)));
+  EXPECT_FALSE(backings().back().present(Framework::Megatron, m14, options(m14)));
+  EXPECT_FALSE(runs_schedule(Framework::Megatron, PipelineSchedule::ZeroBubble));
+  EXPECT_TRUE(runs_schedule(Framework::Torchtitan, PipelineSchedule::Zbv));
 }
 
 TEST(FrameworkTraits, ZeroStagesAndRecompute) {

@@ -94,6 +94,7 @@ Layout full_layout() {
   l.first_stage_layers = 3, l.last_stage_layers = 3, l.ep = 2, l.etp = 2, l.dispatcher = Dispatcher::Flex;
   l.optimizer_moments = StateDtype::Bf16, l.main_params = StateDtype::Fp16;
   l.recompute_modules = recompute_module::kMlp, l.offload_layers = 1;
+  l.schedule = PipelineSchedule::ZeroBubble;  // a fixed pipeline schedule (unset: implied by virtual_stages)
   return l;
 }
 

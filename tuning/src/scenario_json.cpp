@@ -157,6 +157,7 @@ Layout layout_from_json(const json& j) {
   if (auto d = opt_str(j, "main_params"); !d.empty()) l.main_params = state_dtype_from_string(d);
   if (auto m = opt_str(j, "recompute_modules"); !m.empty()) l.recompute_modules = recompute_modules_from_string(m);
   opt_num(j, "offload_layers", l.offload_layers, "plan.");
+  if (auto p = opt_str(j, "pipeline_schedule"); !p.empty()) l.schedule = pipeline_schedule_from_string(p);
   if (l.ep < 1) l.ep = 1;
   if (l.etp < 1) l.etp = 1;
   return l;
@@ -192,6 +193,7 @@ json layout_to_json(const Layout& l) {
   }
   if (l.recompute_modules != 0) j["recompute_modules"] = recompute_modules_to_string(l.recompute_modules);
   if (l.offload_layers > 0) j["offload_layers"] = l.offload_layers;
+  if (l.schedule) j["pipeline_schedule"] = to_string(*l.schedule);  // a fixed schedule; implied ones keep their keys
   return j;
 }
 

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "adapters.h"
+#include "../pipeline_schedule.h"
 #include "../torchtitan_split.h"
 
 namespace paratune::advisor::frameworks {
@@ -58,7 +59,7 @@ std::string toml(const PlanView& v, FrameworkArgs& out) {
     // The stage count follows from ceil((layers + both weights) / layers_per_stage), so the weights and the
     // layers per stage are written together (torchtitan_stages.h).
     const TorchtitanSplit split = torchtitan_split_of(v.s, l);
-    o << "pipeline_parallel_schedule = \"" << (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n"
+    o << "pipeline_parallel_schedule = \"" << torchtitan_schedule_name(schedule_of(l)) << "\"\n"
       << "pipeline_parallel_microbatch_size = " << l.micro_batch << "\n"
       << "pipeline_parallel_first_stage_less_layers = " << split.first_less << "\n"
       << "pipeline_parallel_last_stage_less_layers = " << split.last_less << "\n";
@@ -87,8 +88,7 @@ std::string cli(const PlanView& v, FrameworkArgs& out) {
       "--training.num_tokens_per_train_step=" + std::to_string(seq * v.s.training.global_batch),
       "--training.max_context_length=" + std::to_string(seq)};
   if (l.pp > 1) {
-    f.push_back(std::string("--parallelism.pipeline_parallel_schedule=") +
-                (l.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B"));
+    f.push_back(std::string("--parallelism.pipeline_parallel_schedule=") + torchtitan_schedule_name(schedule_of(l)));
     f.push_back("--parallelism.num_pp_microbatches=" + std::to_string(v.accum));
     const TorchtitanSplit split = torchtitan_split_of(v.s, l);
     f.push_back("--parallelism.pipeline_parallel_first_stage_less_layers=" + std::to_string(split.first_less));

@@ -10,6 +10,12 @@
 //   checkpointing only.
 // - torchtitan: FSDP2 (or DDP) with TP, PP (interleaved schedules), CP and EP; HSDP through
 //   data_parallel_replicate_degree; all-to-all or DeepEP/HybridEP dispatch.
+// Pipeline schedules: Megatron-Core (and NeMo on it) runs 1F1B and interleaved 1F1B only
+// (megatron/core/pipeline_parallel/schedules.py at core_v0.14.0, core_v0.15.3 and the pinned main:
+// forward_backward_pipelining_without/with_interleaving); DeepSpeed's pipeline engine its own 1F1B-like
+// TrainSchedule; torchtitan any torch.distributed.pipelining schedule by name (get_schedule_class: GPipe, 1F1B,
+// Interleaved1F1B, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV; both pinned torchtitan versions
+// import ScheduleZBVZeroBubble and ScheduleDualPipeV). Priced here: 1F1B, interleaved, GPipe, zero bubble, ZBV.
 #include "paratune/advisor/framework_traits.h"
 
 #include <algorithm>
@@ -19,6 +25,7 @@ namespace paratune::advisor {
 namespace {
 
 using D = Dispatcher;
+using S = PipelineSchedule;
 
 const std::vector<FrameworkTraits>& table() {
   static const std::vector<FrameworkTraits> rows = [] {
@@ -30,6 +37,7 @@ const std::vector<FrameworkTraits>& table() {
     megatron.zero_stages = {0, 1, 3};
     megatron.zero_stages_with_pp = {0, 1};
     megatron.dispatchers = {D::AllToAll, D::AllGather, D::Flex};
+    megatron.schedules = {S::OneFOneB, S::Interleaved};
     megatron.default_zero = 1;  // the distributed optimizer
     megatron.default_recompute = Recompute::Selective;
     FrameworkTraits nemo = megatron;
@@ -41,6 +49,7 @@ const std::vector<FrameworkTraits>& table() {
     deepspeed.zero_stages = {0, 1, 2, 3};
     deepspeed.zero_stages_with_pp = {0, 1};  // the pipeline engine runs ZeRO 0/1 only
     deepspeed.default_zero = 1;
+    deepspeed.schedules = {S::OneFOneB};
 
     FrameworkTraits fsdp;
     fsdp.framework = Framework::Fsdp;
@@ -54,6 +63,7 @@ const std::vector<FrameworkTraits>& table() {
     torchtitan.expert_parallel = torchtitan.hybrid_shard = torchtitan.selective_recompute = true;
     torchtitan.zero_stages = torchtitan.zero_stages_with_pp = {0, 3};
     torchtitan.dispatchers = {D::AllToAll, D::Flex};
+    torchtitan.schedules = {S::OneFOneB, S::Interleaved, S::GPipe, S::ZeroBubble, S::Zbv};
     torchtitan.default_zero = 3;
     return std::vector<FrameworkTraits>{megatron, nemo, deepspeed, fsdp, torchtitan};
   }();
@@ -81,6 +91,8 @@ bool runs_zero(Framework f, int zero_stage, int pp) {
 bool runs_recompute(Framework f, Recompute r) { return r != Recompute::Selective || traits(f).selective_recompute; }
 
 bool runs_dispatcher(Framework f, Dispatcher d) { return has(traits(f).dispatchers, d); }
+
+bool runs_schedule(Framework f, PipelineSchedule p) { return has(traits(f).schedules, p); }
 
 bool runs_shard_scope(Framework f, int zero_stage) {
   return zero_stage >= 2 ? traits(f).hybrid_shard : zero_stage == 1 && traits(f).zero1_scope;

@@ -133,7 +133,11 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
   r.layer_s = pl.total();
   r.emb_s = emb;
   r.head_s = head;
-  const Stages st = stage_times(r_, l, pl.total(), emb, head, mb_over);
+  // The weight-gradient (W) pass of a layer: half its linear layers' backward GEMMs (dW = X^T dY costs what
+  // dX = dY W^T does); the attention core and the elementwise work have no weights.
+  const double w_layer = lc.gemm_b / 2;
+  r.layer_w_s = w_layer;
+  const Stages st = stage_times(r_, l, pl.total(), emb, head, mb_over, w_layer);
   int Lf, Lm, Ll;
   stage_layers(r_, l, &Lf, &Lm, &Ll);
   double head_part = l.pp == 1 ? emb + head : (st.last >= st.max() ? head : 0);

@@ -96,7 +96,7 @@ OptimizerBytes mcore_optimizer_bytes(const Resolved& R, const Layout& l) {
 
 double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, MemoryBreakdown* out) {
   const ModelDims& d = R.m;
-  const int t = l.tp, p = l.pp, c = l.cp, v = std::max(1, l.virtual_stages), b = l.micro_batch;
+  const int t = l.tp, p = l.pp, c = l.cp, b = l.micro_batch;
   int Lf, Lm, Ll;
   stage_layers(R, l, &Lf, &Lm, &Ll);
   const int m = std::max(1, R.s.training.global_batch / std::max(1, l.dp * b));
@@ -116,17 +116,17 @@ double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, Memor
   const StateBytes sb = state_bytes(R, l, n_sh);
 
   // Activations: in-flight micro-batches on the first stage under 1F1B (p of them, Narayanan et al. §2.2), times
-  // 1 + (p-1)/(p v) with interleaving (Korthikanti et al. §4); the last stage keeps one.
+  // 1 + (p-1)/(p v) with interleaving (Korthikanti et al. §4); the last stage keeps one; GPipe all m on both
+  // (inflight_microbatches, pipeline.cpp).
   const double a_layer = activation_bytes_per_layer(R.s.model, b, t, c, sp, l.recompute, R.stack.flash, fp8,
                                                     recompute_module_set(l, false));
-  double inflight_first = p == 1 ? 1 : std::min<double>(m, p);
-  if (p > 1 && v > 1) inflight_first *= 1 + double(p - 1) / (p * v);
+  const double inflight_first = inflight_microbatches(l, m, true), inflight_last = inflight_microbatches(l, m, false);
   double work = 0;  // full recompute: one layer's activations are rebuilt at a time
   if (l.recompute == Recompute::Full)
     work = activation_bytes_per_layer(R.s.model, b, t, c, sp, Recompute::None, R.stack.flash, fp8);
   const double act_first =
       resident_layers(l, Lf) * a_layer * inflight_first + work + 2 * tok * d.h / (sp ? t : 1) * inflight_first;
-  const double act_last = resident_layers(l, Ll) * a_layer + work;
+  const double act_last = resident_layers(l, Ll) * a_layer * inflight_last + work;
   // Logits of one micro-batch on the last stage: bf16 logits + fp32 softmax for the loss, split by t.
   const double logits = 6 * tok * d.V / t;
 

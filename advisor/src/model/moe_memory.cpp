@@ -100,7 +100,7 @@ double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, 
                       MemoryBreakdown* out) {
   const ModelDims& d = R.m;
   const MoeDims& x = R.moe;
-  const int t = l.tp, pp = l.pp, v = std::max(1, l.virtual_stages);
+  const int t = l.tp, pp = l.pp;
   int Lf, Lm, Ll;
   stage_layers(R, l, &Lf, &Lm, &Ll);
   const int m = std::max(1, R.s.training.global_batch / std::max(1, l.dp * l.micro_batch));
@@ -125,14 +125,13 @@ double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, 
   const double a_layer = l.recompute == Recompute::Full ? a.input
                                                         : a.attn + (1 - x.mix) * a.dense + x.mix * a.moe;
   const double a_moe_layer = a.attn + (x.moe ? a.moe : a.dense);
-  double inflight = pp == 1 ? 1 : std::min<double>(m, pp);
-  if (pp > 1 && v > 1) inflight *= 1 + double(pp - 1) / (pp * v);
+  const double inflight = inflight_microbatches(l, m, true), inflight_last = inflight_microbatches(l, m, false);
   Layout full = l;
   full.recompute = Recompute::None;
   const LayerActs w = layer_acts(R, p, full);
   const double work = l.recompute == Recompute::Full ? w.attn + std::max(w.dense, w.moe) : 0;
   const double act_first = resident_layers(l, Lf) * a_layer * inflight + work + a.input * inflight;
-  const double act_last = resident_layers(l, Ll) * a_layer + work + x.mtp * a_moe_layer;
+  const double act_last = resident_layers(l, Ll) * a_layer * inflight_last + work + x.mtp * a_moe_layer;
   const double tok = double(l.micro_batch) * d.s / l.cp;
   const double logits = 6 * tok * d.V / t * (1 + x.mtp);
 

@@ -127,7 +127,49 @@ void plan_stage_layers(int L, int p, double per_layer, double emb, double head, 
     }
 }
 
-Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double emb, double head, double mb_over) {
+double schedule_bubble(PipelineSchedule s, double idle, double idle_w, int v) {
+  const int chunks = std::max(1, v);
+  switch (s) {
+    case PipelineSchedule::OneFOneB:
+    case PipelineSchedule::GPipe:
+    case PipelineSchedule::Interleaved:
+      // (p-1)(T_F + T_B + T_W) over the chunks per rank: GPipe and 1F1B idle alike (Narayanan et al. 2021 §2.2.1,
+      // bubble fraction (p-1)/m for both), interleaving divides it by v (§2.2.2).
+      return idle / chunks;
+    case PipelineSchedule::ZeroBubble:
+      // ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", Table 2): (p-1)(T_F + T_B - T_W), the W passes
+      // fill the rest; per chunk with interleaving (PyTorch's InterleavedZeroBubble is the paper's ZB1P).
+      return std::max(0.0, idle - 2 * idle_w) / chunks;
+    case PipelineSchedule::Zbv:
+      // ZB-V (Qi et al. §6): zero at T_F = T_B = T_W (the authors' comparison table). Taken as ZB-H2's
+      // (p-1)(T_F + T_B - 2 T_W) with one chunk's (half a rank's) times: an assumption for other ratios.
+      return std::max(0.0, idle - 3 * idle_w) / chunks;
+  }
+  return idle / chunks;
+}
+
+double inflight_microbatches(const Layout& l, int microbatches, bool first) {
+  const int p = l.pp, v = std::max(1, l.virtual_stages), m = std::max(1, microbatches);
+  if (p <= 1) return 1;
+  switch (schedule_of(l)) {
+    case PipelineSchedule::GPipe:
+      return m;  // every forward before any backward: all m micro-batches on every stage (Huang et al. 2019)
+    case PipelineSchedule::Zbv:
+      // ZB-V keeps 1F1B's activation memory (Qi et al. §6; the authors' table: 1x), on every rank.
+      return first ? std::min(m, p) : 1;
+    case PipelineSchedule::Interleaved:
+    case PipelineSchedule::ZeroBubble:
+      // 1F1B's p times 1 + (p-1)/(p v) (Korthikanti et al. 2022 §4); ZB-H1 stays within 1F1B's peak (Qi et al.
+      // §2.1), so its interleaved form within the interleaved one.
+      return first ? std::min(m, p) * (1 + double(p - 1) / (double(p) * v)) : 1;
+    case PipelineSchedule::OneFOneB:
+      break;
+  }
+  return first ? std::min(m, p) : 1;  // 1F1B: p in flight on the first stage (Narayanan et al. §2.2.1)
+}
+
+Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double emb, double head, double mb_over,
+                   double w_layer) {
   const int p = l.pp, v = std::max(1, l.virtual_stages);
   int Lf, Lm, Ll;
   stage_layers(R, l, &Lf, &Lm, &Ll);
@@ -144,7 +186,8 @@ Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double 
       else if (rank > 0) st.mid = std::max(st.mid, t);
       if (t > slowest) { slowest = t; st.slow_layers = layers; st.slow_head = has_head; st.slow_emb = rank == 0; }
     });
-    st.bubble = (sum - st.max()) / v;
+    const double idle_w = (R.s.model.layers - st.slow_layers) * w_layer;
+    st.bubble = schedule_bubble(schedule_of(l), sum - st.max(), idle_w, v);
     st.mean = sum / p;
     return st;
   }
@@ -155,9 +198,12 @@ Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double 
     st.mid = Lm * per_layer + mb_over;
     st.last = Ll * per_layer + head + mb_over;
   }
-  // Fill and drain: every stage but the slowest idles for its share, divided by the virtual chunks per rank.
+  // Fill and drain: every stage but the slowest idles for its share, divided by the virtual chunks per rank (and
+  // less the weight-gradient passes the zero-bubble schedules move into it).
   const double sum = p == 1 ? st.first : st.first + st.last + (p - 2) * st.mid;
-  st.bubble = (sum - st.max()) / v;
+  const int slow_layers = p == 1 ? 0 : st.first >= st.max() ? Lf : st.last >= st.max() ? Ll : Lm;
+  const double idle_w = p == 1 ? 0 : (R.s.model.layers - slow_layers) * w_layer;
+  st.bubble = schedule_bubble(schedule_of(l), sum - st.max(), idle_w, v);
   st.mean = sum / p;
   return st;
 }

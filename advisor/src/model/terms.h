@@ -87,7 +87,15 @@ struct Stages {
   int slow_layers = -1;
   bool slow_emb = false, slow_head = false;
 };
-Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double emb, double head, double mb_over);
+// `w_layer`: one layer's weight-gradient time per micro-batch (the W pass the zero-bubble schedules move into the
+// bubble); the bubble term follows the layout's schedule (schedule_bubble).
+Stages stage_times(const Resolved& R, const Layout& l, double per_layer, double emb, double head, double mb_over,
+                   double w_layer = 0);
+// The fill/drain bubble per step under schedule s: `idle` is the summed per-micro-batch time (F + B + W) of every
+// stage but the slowest, `idle_w` their weight-gradient (W) share, v the model chunks per rank.
+double schedule_bubble(PipelineSchedule s, double idle, double idle_w, int v);
+// Micro-batches whose activations a stage holds at its peak: the first stage (`first`) or the last.
+double inflight_microbatches(const Layout& l, int microbatches, bool first);
 // Point-to-point activations and gradients between stages, per step.
 double pp_p2p(const Resolved& R, const ModelParams& p, const Layout& l, int microbatches);
 

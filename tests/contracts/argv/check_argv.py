@@ -134,9 +134,11 @@ def check_torchtitan_split(f, get):
         return
     code = torchtitan_split_code(f["version"])
     schedule = get("pipeline_parallel_schedule", "1F1B")
-    # torch.distributed.pipelining.schedules: Schedule1F1B is a PipelineScheduleSingle, ScheduleInterleaved1F1B a
-    # PipelineScheduleMulti.
-    single = {"1F1B": True, "Interleaved1F1B": False}[schedule]
+    # torch.distributed.pipelining.schedules: Schedule1F1B and ScheduleGPipe are PipelineScheduleSingle,
+    # ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble and ScheduleZBVZeroBubble PipelineScheduleMulti (the
+    # last two through _PipelineScheduleRuntime); ZBV needs exactly two stages per rank.
+    single = {"1F1B": True, "GPipe": True, "Interleaved1F1B": False, "InterleavedZeroBubble": False,
+              "ZBVZeroBubble": False}[schedule]
     # torchtitan's defaults where an option is not given (ParallelismConfig: 1, 1, None)
     par = types.SimpleNamespace(
         pipeline_parallel_first_stage_less_layers=get("pipeline_parallel_first_stage_less_layers", 1),
@@ -145,9 +147,15 @@ def check_torchtitan_split(f, get):
                                                 types.SimpleNamespace(pp=pp), single,
                                                 get("pipeline_parallel_layers_per_stage", None), f["layers"])
     expect("torchtitan's stage count", n, pp * f["vpp"])
+    if schedule == "ZBVZeroBubble":
+        expect("ZBV's stages per rank", n // pp, 2)
+    # torchtitan's pipeline_module_split: stage i on rank i % pp ("loop"), or for the V schedules (ZBVZeroBubble,
+    # DualPipeV) rank i for the first pp stages and 2 pp - 1 - i for the rest ("v").
+    v_style = schedule in ("ZBVZeroBubble", "DualPipeV")
     ranks = [0] * pp
     for i, modules in enumerate(code.generate_split(n, f["layers"], first_less, last_less)):
-        ranks[i % pp] += sum(1 for m in modules if m.startswith("layers."))
+        rank = (i if i < pp else 2 * pp - 1 - i) if v_style else i % pp
+        ranks[rank] += sum(1 for m in modules if m.startswith("layers."))
     expect("layers torchtitan's split puts on all ranks", sum(ranks), f["layers"])
     if f["first_stage_layers"] or f["last_stage_layers"]:
         expect("layers torchtitan puts on the first rank", ranks[0], f["first_stage_layers"])

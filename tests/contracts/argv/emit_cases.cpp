@@ -199,6 +199,14 @@ int special_cases(const fs::path& out) {
       Scenario pp405 = scenario("llama3.1-405b", f, v.id, 16);
       pp405.parallel.pp = 8;
       n += emit(out / ("advised-405b-pp8__" + tag), pp405, advise(pp405));
+      // The schedules a scenario may fix (pipeline_schedule): torchtitan's own stage code must take each name's
+      // stages per rank (single-stage GPipe, multi-stage InterleavedZeroBubble, ZBV's exactly two).
+      for (PipelineSchedule sch : {PipelineSchedule::GPipe, PipelineSchedule::ZeroBubble, PipelineSchedule::Zbv}) {
+        Scenario s8 = scenario("llama3-8b", f, v.id, 4);
+        s8.parallel.pp = 4;
+        s8.parallel.pipeline_schedule = sch;
+        n += emit(out / ("advised-8b-pp4-" + std::string(to_string(sch)) + "__" + tag), s8, advise(s8));
+      }
     }
     if (f == Framework::DeepSpeed && v.id == "megatron-deepspeed") {
       Scenario sds = scenario("llama3-70b", f, v.id, 8);

@@ -24,6 +24,7 @@ struct FrameworkTraits {
   std::vector<int> zero_stages;          // ZeRO / sharding stages it runs (without pipelining)
   std::vector<int> zero_stages_with_pp;  // ... and with pipeline parallelism
   std::vector<Dispatcher> dispatchers;   // MoE token dispatchers (expert_parallel only)
+  std::vector<PipelineSchedule> schedules;  // pipeline schedules it runs (tensor_pipeline only)
   int default_zero = 0;                  // the stage a plan uses when the scenario says nothing
   Recompute default_recompute = Recompute::None;
 };
@@ -33,6 +34,7 @@ const FrameworkTraits& traits(Framework f);
 bool runs_zero(Framework f, int zero_stage, int pp);
 bool runs_recompute(Framework f, Recompute r);
 bool runs_dispatcher(Framework f, Dispatcher d);
+bool runs_schedule(Framework f, PipelineSchedule p);
 // A sharding scope (Layout::shard_group) smaller than the data-parallel ranks at this ZeRO stage: hybrid sharding
 // for ZeRO >= 2, distributed-optimizer instances for ZeRO-1.
 bool runs_shard_scope(Framework f, int zero_stage);

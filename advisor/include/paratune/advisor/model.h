@@ -158,6 +158,7 @@ class Evaluator {
     double layer_fwd_s = 0, layer_bwd_s = 0;  // one transformer layer, one micro-batch (TP/CP comm included;
                                               // backward includes recompute)
     double layer_s = 0;                       // what one layer costs its stage per micro-batch (everything above)
+    double layer_w_s = 0;                     // its weight-gradient (W) pass: what a zero-bubble schedule moves
     double emb_s = 0, head_s = 0;             // embedding (first stage) and LM head + loss (+ MTP) (last stage),
                                               // one micro-batch, forward and backward
   };

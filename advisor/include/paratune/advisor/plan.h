@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct Layout {
   // Mixture of experts ("parallel folding": the experts' ep x etp x edp = tp x cp x dp of the attention).
   int ep = 1, etp = 1;
   Dispatcher dispatcher = Dispatcher::AllToAll;
+  // The pipeline schedule a scenario fixed; unset = implied by virtual_stages (schedule_of()).
+  std::optional<PipelineSchedule> schedule;
   // Memory features: the optimizer's moment and main-parameter dtypes (anything but fp32 = Megatron-Core's
   // precision-aware optimizer), the selective-recompute module set (0 = the default set; recompute_module_set()),
   // and how many transformer layers offload their activations to host memory.
@@ -46,6 +49,12 @@ struct Layout {
 // the default: the attention core for dense layers (Korthikanti et al. 2022), and for the generalised (MoE / MLA)
 // layer Megatron-Core's MoE recipe set core_attn, layernorm, mla_up_proj, moe_act.
 unsigned recompute_module_set(const Layout& l, bool moe_layer);
+
+// The schedule layout l runs: the one it fixes, else 1F1B, or interleaved 1F1B with virtual stages.
+inline PipelineSchedule schedule_of(const Layout& l) {
+  if (l.schedule) return *l.schedule;
+  return l.virtual_stages > 1 ? PipelineSchedule::Interleaved : PipelineSchedule::OneFOneB;
+}
 
 struct Breakdown {  // seconds per optimizer step
   double compute = 0, recompute = 0, tp_comm = 0, cp_comm = 0, pp_bubble = 0, pp_comm = 0,

@@ -32,6 +32,11 @@ enum class MoeRouter { AuxLoss, AuxLossFree };
 // all-gather + reduce-scatter of every token over it, or the flex dispatcher (DeepEP / HybridEP kernels: one copy per
 // destination node over the network, forwarded over NVLink, few SMs).
 enum class Dispatcher { AllToAll, AllGather, Flex };
+// The pipeline schedule (docs/model.md §3, "pipeline schedules"): 1F1B (PipeDream-Flush, Narayanan et al. 2021),
+// interleaved 1F1B (virtual stages), GPipe (all forwards, then all backwards: Huang et al. 2019), zero bubble
+// (torch.distributed.pipelining's InterleavedZeroBubble, the ZB1P schedule of Qi et al. 2024 with interleaving)
+// and ZBV (ZBVZeroBubble: the V-shaped zero-bubble schedule, two chunks per rank; Qi et al. §6).
+enum class PipelineSchedule { OneFOneB, Interleaved, GPipe, ZeroBubble, Zbv };
 // Optional kernels a framework uses when they are installed (not every site has them): DeepEP and HybridEP (the
 // flex dispatcher's backends), NVIDIA Transformer Engine (Megatron-Core's FP8, fused cuDNN attention, TP
 // communication overlap) and FlashAttention-3 (attention = "flash3").
@@ -62,6 +67,12 @@ const char* to_string(MoeRouter r);
 const char* to_string(Dispatcher d);
 MoeRouter moe_router_from_string(const std::string& s);
 Dispatcher dispatcher_from_string(const std::string& s);
+const char* to_string(PipelineSchedule p);  // "1f1b", "interleaved", "gpipe", "zero_bubble", "zbv"
+PipelineSchedule pipeline_schedule_from_string(const std::string& s);
+// Schedules that run more than one model chunk per rank (virtual_stages >= 2).
+inline bool multi_chunk(PipelineSchedule p) {
+  return p == PipelineSchedule::Interleaved || p == PipelineSchedule::ZeroBubble || p == PipelineSchedule::Zbv;
+}
 const char* to_string(Kernel k);  // "deepep", "hybridep", "te", "flash3"
 Kernel kernel_from_string(const std::string& s);
 const char* to_string(StateDtype d);  // "fp32", "bf16", "fp16", "fp8"
@@ -212,6 +223,9 @@ struct ParallelSpec {
   std::optional<bool> sequence_parallel;
   std::optional<int> ep, etp;              // expert parallel and expert tensor parallel degrees (MoE)
   std::optional<Dispatcher> dispatcher;    // MoE token dispatcher
+  // The pipeline schedule; unset = implied by virtual_stages (1F1B, interleaved 1F1B when > 1), as the search
+  // chooses. The search never picks the others on its own (no calibration row measures them).
+  std::optional<PipelineSchedule> pipeline_schedule;
   // Pipeline stage layout: transformer layers on the first and the last pipeline rank (both, or neither: the
   // framework's own split, or the one advise balances).
   std::optional<int> first_stage_layers, last_stage_layers;

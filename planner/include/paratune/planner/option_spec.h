@@ -37,6 +37,7 @@ struct OptionSpec {
   std::optional<int> seq, gbs, mbs, tp, pp, cp, zero, ep, etp, offload_layers;
   std::optional<std::string> framework, framework_version, precision, recompute, attention, fp8_recipe, dispatcher;
   std::optional<std::string> optimizer_moments, main_params, recompute_modules;  // canonical spellings
+  std::optional<std::string> pipeline_schedule;
   std::optional<bool> compile, tp_comm_overlap;
   std::vector<std::string> notes;          // what the parser accepted but would rather see spelled otherwise
   std::optional<Mode> mode;
