@@ -182,10 +182,11 @@ step_build() {
 
 step_test() {
   say "ctest in the root"
-  # A previous run's pid files name pids of a PID namespace that is gone: the cluster is started anew.
+  # A previous run's pid files (one node or the multinode cluster) name pids of a PID namespace that is gone: the
+  # clusters are started anew.
   local quoted=""
   [ ${#ctest_args[@]} -eq 0 ] || quoted=$(printf ' %q' "${ctest_args[@]}")
-  in_root "rm -rf build/slurm-test; cd build && ctest --output-on-failure -j$jobs$quoted"
+  in_root "rm -rf build/slurm-test build/slurm-mn; cd build && ctest --output-on-failure -j$jobs$quoted"
 }
 
 step_deb() {
