@@ -26,7 +26,13 @@ gpus_of() {
     python3 -c 'import json, sys; print(len(json.load(sys.stdin)["gpus"]))'
 }
 
-planned=0 refused=0 control_job="" control_nodes="" control_dir="" control_gpus=""
+planned=0 refused=0 control_job="" control_nodes="" control_dir="" control_gpus="" control_fixture=""
+
+# use_fixture FILE: the plugstack arguments (args, as plan_compare.sh's dry_run passes them on) for that topology.
+use_fixture() {
+  args=("topology=$1" "log_dir=$LOG_DIR" "cache=$PARATUNE_TEST_DIR/run/topology.json"
+        "policy=$ISOLATED_POLICY" "calibration=$PARATUNE_TEST_DIR/etc/no-calibration.toml")
+}
 # side_by_side FIXTURE SPEC: one job on the fixture, one dry run with its facts, compared (or both refused).
 side_by_side() {
   local fixture=$1 spec=$2 name job nodes
@@ -41,6 +47,7 @@ side_by_side() {
     compare "$name" "$job" "$WORK/cli-$job/paratune-$job"
     if [ -z "$control_job" ] && [ "$spec" = gpt3-1.3b ]; then
       control_job=$job control_nodes=$nodes control_dir=$(job_plan_dir) control_gpus=$GPUS_PER_NODE
+      control_fixture=$fixture
     fi
   elif dry_run "$spec" "$job" "$nodes" 2> "$WORK/cli.err"; then
     fail "$name: the job got no plan, the CLI made one"
@@ -50,7 +57,6 @@ side_by_side() {
   fi
 }
 
-first_fixture=""
 declare -A gpus_in planned_on
 for fixture in "${fixtures[@]}"; do
   # A fixture the probe refuses (a two-host NCCL dump is one) still runs a job, on all 8 GPUs: both must refuse.
@@ -58,14 +64,12 @@ for fixture in "${fixtures[@]}"; do
   if [ "$n" -eq 0 ]; then echo "skip $(basename "$fixture"): the probe finds no GPU in it"; continue; fi
   if [ "$n" -gt 8 ]; then n=8; fi
   gpus_in[$fixture]=$n
-  args=("topology=$fixture" "log_dir=$LOG_DIR" "cache=$PARATUNE_TEST_DIR/run/topology.json"
-        "policy=$ISOLATED_POLICY" "calibration=$PARATUNE_TEST_DIR/etc/no-calibration.toml")
+  use_fixture "$fixture"
   plugstack "${args[@]}"
   export GPUS_PER_NODE=$n
   side_by_side "$fixture" gpt3-1.3b
   # The MoE preset where the dense one planned: a refusal there (the GPU, the topology) would only repeat.
   if [ "$n" -eq 8 ] && [ -n "${planned_on[$fixture]:-}" ]; then side_by_side "$fixture" olmoe-1b-7b; fi
-  if [ -z "$first_fixture" ] && [ -n "$control_job" ]; then first_fixture=$fixture; fi
 done
 # The refusals are the fixtures' own facts: GPUs the catalog does not know (the Fermi-era hwloc dumps, NCCL dumps
 # that carry no PCI device id), the two-host dump. Most jobs must still have planned and been compared.
@@ -75,13 +79,12 @@ check "most jobs planned ($planned plans, $refused refusals)" test "$planned" -g
 # and not the job's.
 other=""
 for f in "${!planned_on[@]}"; do
-  if [ "$f" != "$first_fixture" ] && [ "${gpus_in[$f]}" = "$control_gpus" ]; then other=$f; fi
+  if [ "$f" != "$control_fixture" ] && [ "${gpus_in[$f]}" = "$control_gpus" ]; then other=$f; fi
 done
-args=("topology=$other" "log_dir=$LOG_DIR" "cache=$PARATUNE_TEST_DIR/run/topology.json"
-      "policy=$ISOLATED_POLICY" "calibration=$PARATUNE_TEST_DIR/etc/no-calibration.toml")
+use_fixture "$other"
 export GPUS_PER_NODE=$control_gpus
 check "control: the CLI plans job $control_job on $(basename "$other")" \
   dry_run gpt3-1.3b "$control_job" "$control_nodes"
 check "control: job $control_job's facts on $(basename "$other") give other plan files than on \
-$(basename "$first_fixture")" bash -c "! same_files '$control_dir' '$WORK/cli-$control_job/paratune-$control_job'"
+$(basename "$control_fixture")" bash -c "! same_files '$control_dir' '$WORK/cli-$control_job/paratune-$control_job'"
 finish
