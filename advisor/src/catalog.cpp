@@ -228,6 +228,9 @@ ModelSpec deepseek_v3() {
                     3, 0, MoeRouter::AuxLossFree);
   m.q_lora_rank = 1536; m.kv_lora_rank = 512; m.qk_head_dim = 128; m.qk_rope_head_dim = 64; m.v_head_dim = 128;
   m.mtp_layers = 1;
+  // Node-limited routing (Technical Report §2.1.2: a token's experts on at most M = 4 nodes): config.json n_group 8,
+  // topk_group 4, as Megatron-Bridge's DeepSeek-V3 bridge maps them (moe_router_num_groups, moe_router_group_topk).
+  m.moe_router_groups = 8; m.moe_router_group_topk = 4;
   return m;
 }
 

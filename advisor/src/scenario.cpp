@@ -20,6 +20,19 @@ std::string lower(std::string s) {
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
   throw std::invalid_argument(field + ": " + what);
 }
+// Group-limited routing, as Megatron-Core's TransformerConfig checks it: both keys or neither, the groups dividing
+// the experts, no more groups chosen than there are.
+void validate_router_groups(const ModelSpec& m) {
+  const int g = m.moe_router_groups, top = m.moe_router_group_topk;
+  if (g < 0 || top < 0) bad("model.moe_router_groups", "must be >= 0 (0 = unrestricted routing)");
+  if ((g > 0) != (top > 0))
+    bad("model.moe_router_groups", "group-limited routing needs both moe_router_groups and moe_router_group_topk");
+  if (g == 0) return;
+  if (m.moe_experts % g != 0)
+    bad("model.moe_router_groups", "must divide moe_experts (" + std::to_string(m.moe_experts) + ")");
+  if (top > g) bad("model.moe_router_group_topk", "must be at most moe_router_groups (" + std::to_string(g) + ")");
+}
+
 // The mixture-of-experts, MLA and MTP fields of [model] (docs/model.md §9).
 void validate_moe_model(const ModelSpec& m) {
   if (m.moe_experts < 0) bad("model.moe_experts", "must be >= 0 (0 = dense)");
@@ -30,10 +43,11 @@ void validate_moe_model(const ModelSpec& m) {
                              "v_head_dim > 0 (DeepSeek-V3: 128, 64, 128)");
   if (!m.is_moe()) {
     if (m.moe_top_k || m.moe_ffn_hidden || m.moe_shared_experts || m.moe_dense_layers || m.moe_capacity_factor > 0 ||
-        m.moe_pad_to_capacity)
+        m.moe_pad_to_capacity || m.moe_router_groups || m.moe_router_group_topk)
       bad("model.moe_experts", "the moe_* keys need moe_experts >= 2 (the number of routed experts)");
     return;
   }
+  validate_router_groups(m);
   if (m.moe_experts < 2) bad("model.moe_experts", "a mixture of experts needs at least 2 routed experts");
   if (m.moe_top_k < 1 || m.moe_top_k > m.moe_experts)
     bad("model.moe_top_k", "must be between 1 and moe_experts (" + std::to_string(m.moe_experts) + ")");

@@ -157,6 +157,37 @@ TEST(MoeAllToAll, FlexSendsOneCopyPerDestinationRank) {
   EXPECT_LT(ep_comm(8, Dispatcher::Flex), ep_comm(8, Dispatcher::AllToAll));
 }
 
+// Node-limited routing (DeepSeek-V3 Technical Report §2.1.2; Megatron-Core group_limited_topk with the model card's
+// n_group 8, topk_group 4): a token's 8 experts come from 4 of 8 groups of 32 consecutive experts, so DeepEP sends it
+// to fewer islands. With EP64 on 8 nodes a group is a node: a node is reached when it holds one of the 4 chosen
+// groups, 1 - C(7,4)/C(8,4) = 1/2, against 1 - C(224,8)/C(256,8) unrestricted; with EP128 on 16 nodes a group is two
+// nodes: chosen with 4/8, then 8 experts of its 128 over those 8 nodes. The network share of the flex dispatcher's
+// time scales by that ratio (bytes off the node dominate there); the NCCL all-to-all sends a copy per expert anyway.
+TEST(MoeAllToAll, NodeLimitedRoutingReachesFewerNodes) {
+  auto ep_comm = [](int nodes, int ep, bool grouped, Dispatcher d) {
+    Scenario s = cluster("deepseek-v3", "h100-sxm5-80gb", nodes, 8, 8, 400, 8 * nodes);
+    s.training.precision = Precision::Bf16;
+    s.training.moe_a2a_overlap = false;
+    if (!grouped) s.model.moe_router_groups = s.model.moe_router_group_topk = 0;
+    Layout l = moe_layout(1, 1, nodes * 8, ep, d);
+    l.recompute = Recompute::None;
+    l.micro_batch = 8;
+    return Evaluator(s, Framework::Megatron).evaluate(l).br.ep_comm;
+  };
+  auto miss = [](double n, double remove, int k) {  // C(n - remove, k) / C(n, k)
+    double r = 1;
+    for (int i = 0; i < k; ++i) r *= (n - remove - i) / (n - i);
+    return r;
+  };
+  const double eight = 0.5 / (1 - miss(256, 32, 8));
+  const double sixteen = 0.5 * (1 - miss(128, 16, 8)) / (1 - miss(256, 16, 8));
+  EXPECT_NEAR(ep_comm(8, 64, true, Dispatcher::Flex) / ep_comm(8, 64, false, Dispatcher::Flex), eight, 0.005);
+  EXPECT_NEAR(ep_comm(16, 128, true, Dispatcher::Flex) / ep_comm(16, 128, false, Dispatcher::Flex), sixteen, 0.005);
+  // Controls: one node (no network share) and the NCCL all-to-all (one copy per expert) do not move.
+  EXPECT_DOUBLE_EQ(ep_comm(1, 8, true, Dispatcher::Flex), ep_comm(1, 8, false, Dispatcher::Flex));
+  EXPECT_DOUBLE_EQ(ep_comm(8, 64, true, Dispatcher::AllToAll), ep_comm(8, 64, false, Dispatcher::AllToAll));
+}
+
 // The allgather dispatcher sends each rank's tokens to every other rank once (Megatron-Core MoEAllGatherTokenDispatcher:
 // all-gather over the EP group, reduce-scatter back): k - 1 blocks of T rows a rank, where the alltoall dispatcher
 // sends T x top-k x (k - 1) / k. NCCL moves both over the same NVLink, so at the same rate: inside one DGX B200 at
@@ -405,6 +436,8 @@ dispatcher = "flex"
   EXPECT_EQ(s.training.moe_a2a_overlap, std::optional<bool>(false));
   EXPECT_EQ(s.parallel.ep, std::optional<int>(64));
   EXPECT_EQ(s.parallel.dispatcher, std::optional<Dispatcher>(Dispatcher::Flex));
+  EXPECT_EQ(s.model.moe_router_groups, 8);  // the preset's node-limited routing (config.json n_group, topk_group)
+  EXPECT_EQ(s.model.moe_router_group_topk, 4);
   const Layout l = layout_from_scenario(s);
   EXPECT_EQ(l.ep, 64);
   EXPECT_EQ(l.dispatcher, Dispatcher::Flex);
@@ -431,8 +464,18 @@ dispatcher = "flex"
             std::string::npos);
   EXPECT_NE(error_of("[model]\npreset = \"mixtral-8x7b\"" + tail + "[parallel]\nep = 3\n").find("must divide"),
             std::string::npos);
-  // Positive control: the same file without the bad key parses.
+  // Group-limited routing, as Megatron-Core's TransformerConfig checks it (mixtral-8x7b: 8 experts).
+  const std::string mixtral = "[model]\npreset = \"mixtral-8x7b\"\n";
+  EXPECT_NE(error_of(mixtral + "moe_router_groups = 3\nmoe_router_group_topk = 1" + tail).find("must divide moe_experts"),
+            std::string::npos);
+  EXPECT_NE(error_of(mixtral + "moe_router_groups = 4\nmoe_router_group_topk = 5" + tail).find("at most"),
+            std::string::npos);
+  EXPECT_NE(error_of(mixtral + "moe_router_groups = 4" + tail).find("needs both"), std::string::npos);
+  EXPECT_NE(error_of("[model]\npreset = \"llama3-8b\"\nmoe_router_groups = 2" + tail).find("moe_experts >= 2"),
+            std::string::npos);
+  // Positive controls: the same file without the bad key parses, and with a valid group setting.
   EXPECT_EQ(error_of("[model]\npreset = \"mixtral-8x7b\"" + tail), "(no error)");
+  EXPECT_EQ(error_of(mixtral + "moe_router_groups = 4\nmoe_router_group_topk = 2" + tail), "(no error)");
 }
 
 // The grouped expert kernel's shape factor against DeepGEMM's own tables (data/calibration/grouped_gemm.csv, H800 SXM5

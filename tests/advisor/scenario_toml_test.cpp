@@ -84,7 +84,7 @@ TEST(ScenarioToml, BadInputMessages) {
                          "ffn_hidden, vocab, seq_len, gated_mlp, tied_embeddings, dropout, head_dim, moe_experts, moe_top_k, "
            "moe_ffn_hidden, moe_shared_experts, moe_shared_ffn_hidden, moe_dense_layers, moe_capacity_factor, "
             "moe_pad_to_capacity, "
-           "moe_router, q_lora_rank, kv_lora_rank, qk_head_dim, qk_rope_head_dim, v_head_dim, mtp_layers");
+           "moe_router, moe_router_groups, moe_router_group_topk, q_lora_rank, kv_lora_rank, qk_head_dim, qk_rope_head_dim, v_head_dim, mtp_layers");
   t = kGood;
   t.replace(t.find("\"bf16\""), 6, "\"fp4\"");
   EXPECT_EQ(error_of(t), "s.toml:8:13: training.precision: 'fp4' is not a precision; valid: bf16, fp16, fp8");

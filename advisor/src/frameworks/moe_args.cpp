@@ -93,6 +93,10 @@ void megatron_moe(const PlanView& v, const std::function<void(std::string, std::
   add("--moe-grouped-gemm", "");
   add("--moe-permute-fusion", "");
   add("--moe-router-dtype", "fp32");
+  if (m.moe_router_groups > 0) {
+    add("--moe-router-num-groups", std::to_string(m.moe_router_groups));
+    add("--moe-router-group-topk", std::to_string(m.moe_router_group_topk));
+  }
   if (m.moe_router == MoeRouter::AuxLossFree) {
     add("--moe-router-score-function", "sigmoid");
     add("--moe-router-enable-expert-bias", "");
@@ -121,6 +125,10 @@ void nemo_moe(const PlanView& v, const std::function<void(const std::string&, co
   if (l.dispatcher == Dispatcher::Flex) set("model.config.moe_enable_deepep", "true");
   set("model.config.moe_grouped_gemm", "true");
   set("model.config.moe_permute_fusion", "true");
+  if (m.moe_router_groups > 0) {
+    set("model.config.moe_router_num_groups", std::to_string(m.moe_router_groups));
+    set("model.config.moe_router_group_topk", std::to_string(m.moe_router_group_topk));
+  }
   if (m.moe_capacity_factor > 0) {
     set("model.config.moe_expert_capacity_factor", std::to_string(m.moe_capacity_factor).substr(0, 4));
     if (m.moe_pad_to_capacity) set("model.config.moe_pad_expert_input_to_capacity", "true");

@@ -34,6 +34,18 @@ double group_hit_probability(double experts, double k, double groups) {
   return 1 - miss;
 }
 
+double island_hit_probability(const MoeDims& d, double islands) {
+  const double G = d.groups, g = std::min(d.group_topk, d.k);
+  if (G <= 1 || g >= G || islands <= 1) return group_hit_probability(d.E, d.k, islands);
+  // Whole groups per island: the island is reached when one of its groups is among the g chosen (each chosen group
+  // gets at least one of the token's experts: Megatron-Core ranks groups by their top experts' scores). A group
+  // over several islands: it must be chosen, then its islands share the token's experts as unrestricted routing
+  // over the g chosen groups' experts would. Groups and islands not aligned: unrestricted (an upper bound).
+  if (std::fmod(G, islands) == 0) return group_hit_probability(G, g, islands);
+  if (std::fmod(islands, G) == 0) return g / G * group_hit_probability(g * d.E / G, d.k, g * islands / G);
+  return group_hit_probability(d.E, d.k, islands);
+}
+
 namespace {
 
 // DeepEP / HybridEP send a token once per destination: once per island across the network (forwarded over NVLink
@@ -50,7 +62,7 @@ Dedup dedup_shares(const Resolved& R, const Layout& l) {
   Dedup d;
   if (R.moe.k <= 1) return d;
   const double E = R.moe.E, k = R.moe.k, I = islands;
-  if (islands > 1) d.net = std::min(1.0, (I - 1) * group_hit_probability(E, k, I) / (k * (I - 1) / I));
+  if (islands > 1) d.net = std::min(1.0, (I - 1) * island_hit_probability(R.moe, I) / (k * (I - 1) / I));
   if (q > 1) d.local = std::min(1.0, group_hit_probability(E, k, l.ep) * l.ep / k);
   return d;
 }

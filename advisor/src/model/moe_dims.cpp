@@ -54,6 +54,8 @@ MoeDims moe_dims(const Scenario& s, Framework f) {
   d.L_dense = m.layers - d.L_moe;
   d.mix = d.L_moe / m.layers;
   d.cf = m.moe_capacity_factor;
+  d.groups = m.moe_router_groups;
+  d.group_topk = m.moe_router_group_topk;
   d.pad = m.moe_pad_to_capacity && d.cf > 0;
   if (m.is_mla()) {
     d.dqk = m.qk_head_dim + m.qk_rope_head_dim;

@@ -45,6 +45,7 @@ struct MoeDims {
   double fe = 0, fs = 0;     // one routed expert's FFN hidden; all shared experts' FFN hidden together
   double L_dense = 0, L_moe = 0, mix = 0;  // layers of each kind; mix = L_moe / L
   double cf = 0;             // capacity factor; 0 = dropless
+  double groups = 0, group_topk = 0;  // group-limited routing (0 = unrestricted)
   bool pad = false;          // padded to capacity: each expert computes cf x its fair share of rows, no rank waits
   double dqk = 0, dv = 0;    // per-head query/key width (rotary part included) and value width
   double q_lora = 0, kv_lora = 0, rope = 0;

@@ -110,6 +110,11 @@ struct ModelSpec {
   double moe_capacity_factor = 0;  // tokens per expert / fair share before dropping; 0 = dropless
   bool moe_pad_to_capacity = false;  // every expert runs its full capacity's rows (--moe-pad-expert-input-to-capacity)
   MoeRouter moe_router = MoeRouter::AuxLoss;
+  // Group-limited routing (Megatron-Core --moe-router-num-groups / --moe-router-group-topk): the experts in equal
+  // groups of consecutive ids, each token's experts drawn from its best moe_router_group_topk groups (DeepSeek-V3's
+  // node-limited routing: 8 groups, 4 of them); 0 = unrestricted.
+  int moe_router_groups = 0;
+  int moe_router_group_topk = 0;
   // Multi-head latent attention (DeepSeek-V2/V3); kv_lora_rank = 0 is ordinary (grouped-query) attention.
   int q_lora_rank = 0;             // 0 = queries projected directly
   int kv_lora_rank = 0;
