@@ -20,17 +20,26 @@ std::string lower(std::string s) {
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
   throw std::invalid_argument(field + ": " + what);
 }
-// Group-limited routing, as Megatron-Core's TransformerConfig checks it: both keys or neither, the groups dividing
-// the experts, no more groups chosen than there are.
+// Group-limited routing: Megatron-Core's TransformerConfig checks (the groups divide the experts, no more groups
+// chosen than there are), and what its group_limited_topk needs to route at all: groups ranked by their top
+// top_k / group_topk experts (none when group_topk > top_k) and at least top_k experts in the chosen groups. Both
+// keys or neither (Megatron-Core ignores a group count given alone).
 void validate_router_groups(const ModelSpec& m) {
   const int g = m.moe_router_groups, top = m.moe_router_group_topk;
-  if (g < 0 || top < 0) bad("model.moe_router_groups", "must be >= 0 (0 = unrestricted routing)");
+  if (g < 0) bad("model.moe_router_groups", "must be >= 0 (0 = unrestricted routing)");
+  if (top < 0) bad("model.moe_router_group_topk", "must be >= 0 (0 = unrestricted routing)");
   if ((g > 0) != (top > 0))
     bad("model.moe_router_groups", "group-limited routing needs both moe_router_groups and moe_router_group_topk");
   if (g == 0) return;
   if (m.moe_experts % g != 0)
     bad("model.moe_router_groups", "must divide moe_experts (" + std::to_string(m.moe_experts) + ")");
   if (top > g) bad("model.moe_router_group_topk", "must be at most moe_router_groups (" + std::to_string(g) + ")");
+  if (top > m.moe_top_k)
+    bad("model.moe_router_group_topk", "must be at most moe_top_k (" + std::to_string(m.moe_top_k) +
+                                           "): groups are ranked by their best moe_top_k / group_topk experts");
+  if (long(top) * (m.moe_experts / g) < m.moe_top_k)
+    bad("model.moe_router_group_topk", "the chosen groups hold fewer than moe_top_k experts (" +
+                                           std::to_string(top) + " x " + std::to_string(m.moe_experts / g) + ")");
 }
 
 // The mixture-of-experts, MLA and MTP fields of [model] (docs/model.md §9).
@@ -47,7 +56,6 @@ void validate_moe_model(const ModelSpec& m) {
       bad("model.moe_experts", "the moe_* keys need moe_experts >= 2 (the number of routed experts)");
     return;
   }
-  validate_router_groups(m);
   if (m.moe_experts < 2) bad("model.moe_experts", "a mixture of experts needs at least 2 routed experts");
   if (m.moe_top_k < 1 || m.moe_top_k > m.moe_experts)
     bad("model.moe_top_k", "must be between 1 and moe_experts (" + std::to_string(m.moe_experts) + ")");
@@ -60,6 +68,7 @@ void validate_moe_model(const ModelSpec& m) {
   // Megatron-Core: "moe_expert_capacity_factor must be set to use moe_pad_expert_input_to_capacity".
   if (m.moe_pad_to_capacity && m.moe_capacity_factor <= 0)
     bad("model.moe_pad_to_capacity", "padding to capacity needs moe_capacity_factor >= 1 (the capacity it pads to)");
+  validate_router_groups(m);
 }
 
 }  // namespace

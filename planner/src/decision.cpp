@@ -111,21 +111,24 @@ void apply_profile(const advisor::HardwareProfile& profile, Decision& d) {
 
 namespace {
 
-// A GPU the node's topology does not name in the catalog. The job's user cannot describe it (the scenario's
-// [cluster.gpu_spec] is the command line's), the site can: say which GPU the probe saw and where the policy names
-// it. The probe writes a GPU it cannot name as "unknown-VVVV:DDDD" (PCI vendor:device); device 0000 means the
-// source carried no device id, as the static NCCL topology files of cloud VMs do.
+// A GPU the node's topology does not name in the catalog. A job's user cannot describe it (the scenario's
+// [cluster.gpu_spec] is the command line's), the site can, where it is one of the catalog's: say which GPU the
+// probe saw and where each of them names it. The probe writes a GPU it cannot name as "unknown-VVVV:DDDD" (PCI
+// vendor:device); device 0000 means the source carried no device id, as the static NCCL topology files of cloud
+// VMs do.
 void require_known_gpu(const advisor::ClusterSpec& c) {
-  if (c.gpu.empty() || advisor::is_gpu_key(c.gpu) || (c.peak_tflops > 0 && c.memory_gib > 0)) return;
-  std::string seen = "the node's GPU '" + c.gpu + "' is not in the catalog";
+  if (advisor::is_gpu_key(c.gpu) || (c.peak_tflops > 0 && c.memory_gib > 0)) return;
+  std::string seen = "GPU '" + c.gpu + "' is not in the catalog";
+  if (c.gpu.empty()) seen = "the topology names no GPU";
   if (c.gpu.rfind("unknown-", 0) == 0)
     seen = "the topology names no GPU model, only PCI " + c.gpu.substr(8) +
-           (c.gpu.size() >= 4 && c.gpu.compare(c.gpu.size() - 4, 4, "0000") == 0
-                ? " (no device id: static NCCL topology files carry none)"
-                : "");
+           (c.gpu.compare(c.gpu.size() - 4, 4, "0000") == 0 ? " (no device id: static NCCL topology files carry none)"
+                                                            : "");
   throw std::invalid_argument("cluster.gpu: " + seen +
-                              "; the site policy can name it: facts.gpu = \"KEY\" in [defaults.facts] or "
-                              "[partition.NAME.facts] (`paratune advise --help` lists the keys)");
+                              "; if it is one of the catalog's GPUs, the site policy names it: facts.gpu = \"KEY\" "
+                              "in [defaults.facts] or [partition.NAME.facts] (`paratune advise --help` lists the "
+                              "keys); a scenario for `paratune` may describe it instead ([cluster.gpu_spec] "
+                              "peak_tflops and memory_gib)");
 }
 
 // The scenario the plan is for: the SPEC's (or the whole scenario's) on the node and the allocation, a resumed

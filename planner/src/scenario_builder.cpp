@@ -240,7 +240,9 @@ advisor::Scenario cluster_over_scenario(const advisor::Scenario& given, const pr
   s.cluster.placement = given.cluster.placement;
   // What the topology does not say, the scenario's [cluster] may: an NCCL file without device ids names no GPU
   // model, a node dump may list no NIC; the file's measured peak and memory stand over the catalog's.
-  if (s.cluster.gpu.empty() || !advisor::is_gpu_key(s.cluster.gpu)) s.cluster.gpu = given.cluster.gpu;
+  // A scenario that names no GPU keeps what the probe saw, so an unknown one is refused by name.
+  if ((s.cluster.gpu.empty() || !advisor::is_gpu_key(s.cluster.gpu)) && !given.cluster.gpu.empty())
+    s.cluster.gpu = given.cluster.gpu;
   if (s.cluster.nic_count == 0 && s.cluster.nics.empty()) {
     s.cluster.nic_count = given.cluster.nic_count;
     s.cluster.nic_gbps = given.cluster.nic_gbps;

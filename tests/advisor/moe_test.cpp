@@ -164,11 +164,12 @@ TEST(MoeAllToAll, FlexSendsOneCopyPerDestinationRank) {
 // nodes: chosen with 4/8, then 8 experts of its 128 over those 8 nodes. The network share of the flex dispatcher's
 // time scales by that ratio (bytes off the node dominate there); the NCCL all-to-all sends a copy per expert anyway.
 TEST(MoeAllToAll, NodeLimitedRoutingReachesFewerNodes) {
-  auto ep_comm = [](int nodes, int ep, bool grouped, Dispatcher d) {
+  auto ep_comm = [](int nodes, int ep, bool grouped, Dispatcher d, int groups = 8, int group_topk = 4) {
     Scenario s = cluster("deepseek-v3", "h100-sxm5-80gb", nodes, 8, 8, 400, 8 * nodes);
     s.training.precision = Precision::Bf16;
     s.training.moe_a2a_overlap = false;
-    if (!grouped) s.model.moe_router_groups = s.model.moe_router_group_topk = 0;
+    s.model.moe_router_groups = grouped ? groups : 0;
+    s.model.moe_router_group_topk = grouped ? group_topk : 0;
     Layout l = moe_layout(1, 1, nodes * 8, ep, d);
     l.recompute = Recompute::None;
     l.micro_batch = 8;
@@ -181,11 +182,31 @@ TEST(MoeAllToAll, NodeLimitedRoutingReachesFewerNodes) {
   };
   const double eight = 0.5 / (1 - miss(256, 32, 8));
   const double sixteen = 0.5 * (1 - miss(128, 16, 8)) / (1 - miss(256, 16, 8));
+  const double four = (1 - miss(8, 2, 4)) / (1 - miss(256, 64, 8));  // two groups a node: 55/70 against 0.90
   EXPECT_NEAR(ep_comm(8, 64, true, Dispatcher::Flex) / ep_comm(8, 64, false, Dispatcher::Flex), eight, 0.005);
   EXPECT_NEAR(ep_comm(16, 128, true, Dispatcher::Flex) / ep_comm(16, 128, false, Dispatcher::Flex), sixteen, 0.005);
+  EXPECT_NEAR(ep_comm(4, 32, true, Dispatcher::Flex) / ep_comm(4, 32, false, Dispatcher::Flex), four, 0.005);
+  // Choosing as many groups as the token has experts ranks each group by its best expert alone: the groups of the
+  // token's top 8 always win, and routing is unrestricted (16 groups, 8 chosen).
+  EXPECT_DOUBLE_EQ(ep_comm(8, 64, true, Dispatcher::Flex, 16, 8), ep_comm(8, 64, false, Dispatcher::Flex));
   // Controls: one node (no network share) and the NCCL all-to-all (one copy per expert) do not move.
   EXPECT_DOUBLE_EQ(ep_comm(1, 8, true, Dispatcher::Flex), ep_comm(1, 8, false, Dispatcher::Flex));
   EXPECT_DOUBLE_EQ(ep_comm(8, 64, true, Dispatcher::AllToAll), ep_comm(8, 64, false, Dispatcher::AllToAll));
+  // EP128 over GB300 NVL72 racks: islands of 72 and 56 ranks, unequal, so the routing constraint is not credited
+  // there (the unrestricted figure, an upper bound) — even with 16 groups of 16 experts, of which the 144 experts of
+  // the first island would hold whole ones (9).
+  auto nvl72 = [](bool grouped) {
+    Scenario s = cluster("deepseek-v3", "gb300", 32, 4, 72, 100, 256);  // slow NICs: the network share decides
+    s.training.precision = Precision::Bf16;
+    s.training.moe_a2a_overlap = false;
+    s.model.moe_router_groups = grouped ? 16 : 0;
+    s.model.moe_router_group_topk = grouped ? 4 : 0;
+    Layout l = moe_layout(1, 1, 128, 128, Dispatcher::Flex);
+    l.recompute = Recompute::None;
+    return Evaluator(s, Framework::Megatron).evaluate(l).br.ep_comm;
+  };
+  EXPECT_GT(nvl72(true), 0);
+  EXPECT_DOUBLE_EQ(nvl72(true), nvl72(false));
 }
 
 // The allgather dispatcher sends each rank's tokens to every other rank once (Megatron-Core MoEAllGatherTokenDispatcher:
@@ -471,6 +492,12 @@ dispatcher = "flex"
   EXPECT_NE(error_of(mixtral + "moe_router_groups = 4\nmoe_router_group_topk = 5" + tail).find("at most"),
             std::string::npos);
   EXPECT_NE(error_of(mixtral + "moe_router_groups = 4" + tail).find("needs both"), std::string::npos);
+  EXPECT_NE(error_of(mixtral + "moe_router_groups = 4\nmoe_router_group_topk = 3" + tail).find("at most moe_top_k"),
+            std::string::npos);  // mixtral routes each token to 2 experts
+  EXPECT_NE(error_of(mixtral + "moe_router_groups = 8\nmoe_router_group_topk = 1" + tail).find("fewer than moe_top_k"),
+            std::string::npos);  // one group of one expert cannot give 2
+  EXPECT_NE(error_of(mixtral + "moe_router_groups = 4\nmoe_router_group_topk = -1" + tail)
+                .find("model.moe_router_group_topk"), std::string::npos);
   EXPECT_NE(error_of("[model]\npreset = \"llama3-8b\"\nmoe_router_groups = 2" + tail).find("moe_experts >= 2"),
             std::string::npos);
   // Positive controls: the same file without the bad key parses, and with a valid group setting.

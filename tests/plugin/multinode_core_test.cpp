@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "paratune/advisor/catalog.h"
 #include "paratune/planner/decision.h"
 #include "paratune/planner/fabric_placement.h"
 #include "job/job_files.h"
@@ -145,6 +146,24 @@ TEST(NvlinkAssumption, FromThePolicysGpuModel) {
     }
     EXPECT_NE(why.find("only PCI 10de:0000 (no device id"), std::string::npos) << file << ": " << why;
     EXPECT_NE(why.find("facts.gpu = \"KEY\""), std::string::npos) << file << ": " << why;
+    // The command line's form: a scenario that names no GPU keeps what the probe saw and is refused the same way;
+    // one that describes the GPU ([cluster.gpu_spec]) is planned for.
+    DecisionInput cli = in;
+    cli.scenario = advisor::Scenario{};
+    cli.scenario->model = advisor::model_preset("llama3-8b");
+    cli.scenario->training.global_batch = 256;
+    cli.scenario->cluster.nodes = 2;
+    try {
+      decide(cli);
+      why.clear();
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    EXPECT_NE(why.find("only PCI 10de:0000"), std::string::npos) << file << ": " << why;
+    cli.scenario->cluster.gpu = "h100-like";
+    cli.scenario->cluster.peak_tflops = 989;
+    cli.scenario->cluster.memory_gib = 80;
+    EXPECT_EQ(decide(cli).scenario.cluster.gpu, "h100-like") << file;
     in.policy.facts.gpu = "h100-sxm5-80gb";
     const auto d = decide(in);
     EXPECT_EQ(d.scenario.cluster.nvlink_domain, 8) << file;

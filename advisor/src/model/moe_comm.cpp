@@ -34,16 +34,25 @@ double group_hit_probability(double experts, double k, double groups) {
   return 1 - miss;
 }
 
-double island_hit_probability(const MoeDims& d, double islands) {
-  const double G = d.groups, g = std::min(d.group_topk, d.k);
-  if (G <= 1 || g >= G || islands <= 1) return group_hit_probability(d.E, d.k, islands);
-  // Whole groups per island: the island is reached when one of its groups is among the g chosen (each chosen group
-  // gets at least one of the token's experts: Megatron-Core ranks groups by their top experts' scores). A group
-  // over several islands: it must be chosen, then its islands share the token's experts as unrestricted routing
-  // over the g chosen groups' experts would. Groups and islands not aligned: unrestricted (an upper bound).
-  if (std::fmod(G, islands) == 0) return group_hit_probability(G, g, islands);
-  if (std::fmod(islands, G) == 0) return g / G * group_hit_probability(g * d.E / G, d.k, g * islands / G);
-  return group_hit_probability(d.E, d.k, islands);
+double island_hit_probability(const MoeDims& d, int ep, int per_island) {
+  const int islands = (ep + per_island - 1) / per_island;
+  const double unrestricted = group_hit_probability(d.E, d.k, islands);
+  const double G = d.groups, g = d.group_topk;
+  // With group_topk >= top_k a group is ranked by its best expert alone, so the groups of the token's top-k experts
+  // always win: unrestricted. Islands of unequal size (an NVL72 rack's 72 ranks beside 56) hold no whole number
+  // of groups each: unrestricted too.
+  if (G <= 1 || g >= G || g >= d.k || islands <= 1 || ep % per_island != 0) return unrestricted;
+  const double island_experts = d.E * per_island / ep, group_experts = d.E / G;
+  double limited = unrestricted;
+  // Whole groups per island: reached when one of its groups is among the g chosen, taking each chosen group to
+  // receive one of the token's experts (Megatron-Core ranks groups by their top experts' scores; an approximation:
+  // a chosen group can still lose all k picks to the others). A group over several islands: chosen with g/G, then
+  // its islands share the token's experts as unrestricted routing over the chosen groups' experts would.
+  if (std::fmod(island_experts, group_experts) == 0)
+    limited = group_hit_probability(G, g, islands);
+  else if (std::fmod(group_experts, island_experts) == 0)
+    limited = g / G * group_hit_probability(g * group_experts, d.k, g * group_experts / island_experts);
+  return std::min(limited, unrestricted);
 }
 
 namespace {
@@ -62,7 +71,7 @@ Dedup dedup_shares(const Resolved& R, const Layout& l) {
   Dedup d;
   if (R.moe.k <= 1) return d;
   const double E = R.moe.E, k = R.moe.k, I = islands;
-  if (islands > 1) d.net = std::min(1.0, (I - 1) * island_hit_probability(R.moe, I) / (k * (I - 1) / I));
+  if (islands > 1) d.net = std::min(1.0, (I - 1) * island_hit_probability(R.moe, l.ep, q) / (k * (I - 1) / I));
   if (q > 1) d.local = std::min(1.0, group_hit_probability(E, k, l.ep) * l.ep / k);
   return d;
 }

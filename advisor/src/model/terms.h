@@ -185,9 +185,9 @@ double alltoall_s(const Resolved& R, const ModelParams& p, double bytes, int k, 
 // The probability that a token's top-k (k distinct experts of E, chosen uniformly) reaches a given one of `groups`
 // equal groups of experts (a rank's, an island's): 1 - C(E - E/groups, k) / C(E, k).
 double group_hit_probability(double experts, double k, double groups);
-// The same for one of `islands` equal blocks of consecutive experts (the EP ranks an island holds) under
-// group-limited routing (d.groups, d.group_topk): a token's experts come from its best group_topk groups only.
-double island_hit_probability(const MoeDims& d, double islands);
+// The same for one island of an EP group of `ep` ranks, `per_island` of them on each island (consecutive experts),
+// under group-limited routing (d.groups, d.group_topk): a token's experts come from its best group_topk groups.
+double island_hit_probability(const MoeDims& d, int ep, int per_island);
 // Dispatch + combine of one MoE layer and micro-batch, forward and backward, averaged over the layer mix.
 struct MoeComm {
   double raw = 0;        // seconds on the wire, balanced routing
