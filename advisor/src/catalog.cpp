@@ -173,6 +173,8 @@ const GpuSpec& gpu_spec(const std::string& key) {
 
 bool is_gpu_key(const std::string& key) { return find_gpu(key) != nullptr; }
 
+bool gpu_described(const ClusterSpec& c) { return is_gpu_key(c.gpu) || (c.peak_tflops > 0 && c.memory_gib > 0); }
+
 std::vector<std::string> gpu_keys() {
   std::vector<std::string> k;
   for (const auto& g : table()) k.push_back(g.key);

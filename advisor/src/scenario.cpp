@@ -286,7 +286,7 @@ void validate(const Scenario& s) {
   const bool from_topology = !c.topology_file.empty();  // GPU and NICs still to be filled in by the caller
   if (c.gpu.empty() && from_topology) return;
   if (c.gpu.empty()) bad("cluster.gpu", "missing; give a catalog key (" + gpu_keys().front() + ", ...)");
-  if (!is_gpu_key(c.gpu) && (c.peak_tflops <= 0 || c.memory_gib <= 0))
+  if (!gpu_described(c))
     bad("cluster.gpu", "unknown GPU '" + c.gpu + "'; valid: " + [] {
       std::string v;
       for (const auto& k : gpu_keys()) v += (v.empty() ? "" : ", ") + k;

@@ -117,7 +117,7 @@ namespace {
 // vendor:device); device 0000 means the source carried no device id, as the static NCCL topology files of cloud
 // VMs do.
 void require_known_gpu(const advisor::ClusterSpec& c) {
-  if (advisor::is_gpu_key(c.gpu) || (c.peak_tflops > 0 && c.memory_gib > 0)) return;
+  if (advisor::gpu_described(c)) return;
   std::string seen = "GPU '" + c.gpu + "' is not in the catalog";
   if (c.gpu.empty()) seen = "the topology names no GPU";
   if (c.gpu.rfind("unknown-", 0) == 0)
@@ -144,9 +144,10 @@ void settle_scenario(const DecisionInput& in, Decision& d) {
   if (!in.resume_text.empty()) apply_resume(d.scenario, in.resume_text, in.resume_origin, d.notes);
   // The site has the last word: its facts replace the probe's, its caps replace the user's constraints.
   d.policy_changes = policies::apply_to_scenario(in.policy, d.scenario);
-  if (in.topology_known)
+  if (in.topology_known) {
     resolve_nvlink_assumption(in.topology, in.policy.facts.nvlink_domain.has_value(), d.scenario.cluster, d.notes);
-  if (in.topology_known) require_known_gpu(d.scenario.cluster);
+    require_known_gpu(d.scenario.cluster);
+  }
   advisor::validate(d.scenario);
 }
 

@@ -164,16 +164,20 @@ TEST(MoeAllToAll, FlexSendsOneCopyPerDestinationRank) {
 // nodes: chosen with 4/8, then 8 experts of its 128 over those 8 nodes. The network share of the flex dispatcher's
 // time scales by that ratio (bytes off the node dominate there); the NCCL all-to-all sends a copy per expert anyway.
 TEST(MoeAllToAll, NodeLimitedRoutingReachesFewerNodes) {
-  auto ep_comm = [](int nodes, int ep, bool grouped, Dispatcher d, int groups = 8, int group_topk = 4) {
-    Scenario s = cluster("deepseek-v3", "h100-sxm5-80gb", nodes, 8, 8, 400, 8 * nodes);
+  // DeepSeek-V3 with EP over every GPU of the cluster, BF16, no overlap; groups 0 = unrestricted routing.
+  auto ep_comm_on = [](Scenario s, int ep, Dispatcher d, int groups, int group_topk, int micro_batch) {
     s.training.precision = Precision::Bf16;
     s.training.moe_a2a_overlap = false;
-    s.model.moe_router_groups = grouped ? groups : 0;
-    s.model.moe_router_group_topk = grouped ? group_topk : 0;
-    Layout l = moe_layout(1, 1, nodes * 8, ep, d);
+    s.model.moe_router_groups = groups;
+    s.model.moe_router_group_topk = group_topk;
+    Layout l = moe_layout(1, 1, s.cluster.nodes * s.cluster.gpus_per_node, ep, d);
     l.recompute = Recompute::None;
-    l.micro_batch = 8;
+    l.micro_batch = micro_batch;
     return Evaluator(s, Framework::Megatron).evaluate(l).br.ep_comm;
+  };
+  auto ep_comm = [&](int nodes, int ep, bool grouped, Dispatcher d, int groups = 8, int group_topk = 4) {
+    const Scenario s = cluster("deepseek-v3", "h100-sxm5-80gb", nodes, 8, 8, 400, 8 * nodes);
+    return ep_comm_on(s, ep, d, grouped ? groups : 0, grouped ? group_topk : 0, 8);
   };
   auto miss = [](double n, double remove, int k) {  // C(n - remove, k) / C(n, k)
     double r = 1;
@@ -195,15 +199,9 @@ TEST(MoeAllToAll, NodeLimitedRoutingReachesFewerNodes) {
   // EP128 over GB300 NVL72 racks: islands of 72 and 56 ranks, unequal, so the routing constraint is not credited
   // there (the unrestricted figure, an upper bound) — even with 16 groups of 16 experts, of which the 144 experts of
   // the first island would hold whole ones (9).
-  auto nvl72 = [](bool grouped) {
-    Scenario s = cluster("deepseek-v3", "gb300", 32, 4, 72, 100, 256);  // slow NICs: the network share decides
-    s.training.precision = Precision::Bf16;
-    s.training.moe_a2a_overlap = false;
-    s.model.moe_router_groups = grouped ? 16 : 0;
-    s.model.moe_router_group_topk = grouped ? 4 : 0;
-    Layout l = moe_layout(1, 1, 128, 128, Dispatcher::Flex);
-    l.recompute = Recompute::None;
-    return Evaluator(s, Framework::Megatron).evaluate(l).br.ep_comm;
+  auto nvl72 = [&](bool grouped) {
+    const Scenario s = cluster("deepseek-v3", "gb300", 32, 4, 72, 100, 256);  // slow NICs: the network share decides
+    return ep_comm_on(s, 128, Dispatcher::Flex, grouped ? 16 : 0, grouped ? 4 : 0, 1);
   };
   EXPECT_GT(nvl72(true), 0);
   EXPECT_DOUBLE_EQ(nvl72(true), nvl72(false));
