@@ -531,7 +531,7 @@ Setup setup_for(bool explaining) {
         ->check(options::parsed_by([](const std::string& v) { framework_from_string(v); }))
         ->check(options::completes({to_string(Framework::Megatron), to_string(Framework::DeepSpeed),
                                     to_string(Framework::Fsdp), to_string(Framework::Torchtitan),
-                                    to_string(Framework::Nemo)}));
+                                    to_string(Framework::Nemo), to_string(Framework::Automodel)}));
     app.add_option("--topology", a->topology,
                    "take GPU/NIC facts from a topology (hwloc XML, NCCL topo, `paratune probe --json`)")
         ->type_name("FILE");

@@ -231,8 +231,10 @@ std::string vs_verdict(const json& v) {
 json per_framework(const ExplainInput& in) {
   json out = json::array();
   if (!in.limits.all_frameworks) return out;
-  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan, Framework::Nemo}) {
-    if (f == Framework::Nemo && in.scenario.training.framework != Framework::Nemo) continue;  // as the search does
+  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan,
+                      Framework::Nemo, Framework::Automodel}) {
+    if ((f == Framework::Nemo || f == Framework::Automodel) && in.scenario.training.framework != f)
+      continue;  // as the search does
     const auto& allowed = in.limits.frameworks;
     if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), f) == allowed.end()) {
       out.push_back({{"framework", to_string(f)}, {"found", false}, {"why", "not in " + in.policy.where("limits.frameworks")}});

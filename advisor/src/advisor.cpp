@@ -46,7 +46,8 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
   if (!m.is_moe()) return l.ep > 1 || l.etp > 1 ? "ep/etp > 1 needs a mixture-of-experts model (moe_experts)" : "";
   const bool mcore = traits(f).megatron_core;
   if (!traits(f).expert_parallel && (l.ep > 1 || l.etp > 1))
-    return std::string(to_string(f)) + ": expert parallelism is planned for megatron, nemo and torchtitan only";
+    return std::string(to_string(f)) +
+           ": expert parallelism is planned for megatron, nemo, torchtitan and automodel only";
   if (m.moe_experts % l.ep) return "ep = " + std::to_string(l.ep) + " must divide moe_experts (" +
                                    std::to_string(m.moe_experts) + ")";
   const long folded = long(l.tp) * l.cp * l.dp;
@@ -62,7 +63,9 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
            std::to_string(instances) + " distributed-optimizer instances (dp*cp / shard_group)";
   if (l.tp > 1 && !l.sequence_parallel && mcore)
     return "Megatron-Core MoE with tp > 1 needs sequence_parallel (the dispatcher takes the SP shards)";
-  if (traits(f).expert_parallel && !runs_dispatcher(f, l.dispatcher))  // the others replicate the experts
+  // The others replicate the experts; with one expert way nothing is dispatched (the search's ep 1 layouts say
+  // alltoall, which AutoModel lacks).
+  if (traits(f).expert_parallel && l.ep * l.etp > 1 && !runs_dispatcher(f, l.dispatcher))
     return std::string(to_string(f)) + ": its expert parallelism has no " + to_string(l.dispatcher) + " dispatcher";
   if (f == Framework::Torchtitan && l.etp != 1 && l.etp != l.tp)
     return "torchtitan: expert_tensor_parallel_degree must be 1 or tensor_parallel_degree";
@@ -182,7 +185,8 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
                          "--num-distributed-optimizer-instances) is planned for megatron and nemo only, not ") +
              to_string(f);
     if (l.zero_stage >= 2 && !runs_shard_scope(f, l.zero_stage))
-      return std::string("shard_group (hybrid sharding) is planned for fsdp and torchtitan only, not ") + to_string(f);
+      return std::string("shard_group (hybrid sharding) is planned for fsdp, torchtitan and automodel only, not ") +
+             to_string(f);
   }
   if (const std::string why = moe_layout_problem(s, l, f); !why.empty()) return why;
   if (const std::string why = stage_layout_problem(s, l, f); !why.empty()) return why;
@@ -617,9 +621,12 @@ void search_framework(const Scenario& s, Framework f, const Evaluator& ev, const
 std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimits& limits) {
   std::vector<Framework> fws;
   if (limits.all_frameworks) {
+    // NeMo and AutoModel are priced as the stack they run on (Megatron-Core, torchtitan's PyTorch-native one): each
+    // joins the comparison only when the scenario names it.
     for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan,
-                        Framework::Nemo})
-      if (allowed(limits.frameworks, f) && (f != Framework::Nemo || s.training.framework == Framework::Nemo))
+                        Framework::Nemo, Framework::Automodel})
+      if (allowed(limits.frameworks, f) && (f != Framework::Nemo || s.training.framework == Framework::Nemo) &&
+          (f != Framework::Automodel || s.training.framework == Framework::Automodel))
         fws.push_back(f);
   } else if (!allowed(limits.frameworks, s.training.framework)) {
     fws = limits.frameworks;
@@ -780,7 +787,8 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
                          "on stage " + std::to_string(split.head_rank) + "); the " + to_string(plan.framework) +
                          " arguments do not set per-stage layer counts, so the stack must split them itself");
   }
-  if ((plan.framework == Framework::Fsdp || plan.framework == Framework::Torchtitan) && plan.layout.zero_stage >= 2)
+  if ((plan.framework == Framework::Fsdp || plan.framework == Framework::Torchtitan ||
+       plan.framework == Framework::Automodel) && plan.layout.zero_stage >= 2)
     plan.notes.push_back("CUDA_DEVICE_MAX_CONNECTIONS left unset: FSDP prefetching overlaps best with several queues");
   for (auto& n : kernel_notes(s, plan)) plan.notes.push_back(std::move(n));  // optional kernels the plan uses
   plan.notes.push_back(checkpoint_note(plan));  // the format its checkpoints have, what a resumed run may change

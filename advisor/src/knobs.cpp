@@ -194,7 +194,7 @@ const Knob kKnobs[] = {
      "", 0, "", "mixed precision (default bf16)",
      [](Scenario& s, const KnobValue& v) { s.training.precision = precision_from_string(as_text(v)); },
      [](const Scenario& s) { return of_enum(s.training.precision); }},
-    {"training", "framework", KnobType::Enum, 0, 0, "megatron|deepspeed|fsdp|torchtitan|nemo",
+    {"training", "framework", KnobType::Enum, 0, 0, "megatron|deepspeed|fsdp|torchtitan|nemo|automodel",
      surface::kSpec | surface::kToml | surface::kJson, "", 0, "", "the training framework (default megatron)",
      [](Scenario& s, const KnobValue& v) { s.training.framework = framework_from_string(as_text(v)); },
      [](const Scenario& s) { return of_enum(s.training.framework); }},
@@ -222,11 +222,11 @@ const Knob kKnobs[] = {
      [](Scenario& s, const KnobValue& v) { s.training.fp8_recipe = fp8_recipe_from_string(as_text(v)); },
      [](const Scenario& s) { return of(s.training.fp8_recipe); }},
     {"training", "compile", KnobType::Bool, 0, 0, "", surface::kSpec | surface::kToml | surface::kJson, "", 0, "",
-     "compile the model with torch.compile (FSDP, torchtitan)",
+     "compile the model with torch.compile (FSDP, torchtitan, automodel)",
      [](Scenario& s, const KnobValue& v) { s.training.compile = as_bool(v); },
      [](const Scenario& s) { return of(s.training.compile); }},
     {"training", "tp_comm_overlap", KnobType::Bool, 0, 0, "", surface::kSpec | surface::kToml | surface::kJson, "", 0,
-     "tp_overlap", "TP communication overlapped with GEMMs (Megatron --tp-comm-overlap, torchtitan async TP)",
+     "tp_overlap", "TP communication overlapped with GEMMs (Megatron --tp-comm-overlap, torchtitan/automodel async TP)",
      [](Scenario& s, const KnobValue& v) { s.training.tp_comm_overlap = as_bool(v); },
      [](const Scenario& s) { return of(s.training.tp_comm_overlap); }},
     {"training", "grad_reduce_fp32", KnobType::Bool, 0, 0, "", surface::kToml | surface::kJson, "", 0, "",
@@ -381,7 +381,7 @@ const Knob kKnobs[] = {
      [](const Scenario& s) { return of(s.parallel.virtual_stages); }},
     {"parallel", "pipeline_schedule", KnobType::Enum, 0, 0, "1f1b|interleaved|gpipe|zero_bubble|zbv",
      surface::kSpec | surface::kToml | surface::kJson, "", 0, "",
-     "fix the pipeline schedule (gpipe, zero_bubble, zbv: torchtitan only; unset: 1f1b, interleaved with "
+     "fix the pipeline schedule (gpipe, zero_bubble, zbv: torchtitan and automodel only; unset: 1f1b, interleaved with "
      "virtual_stages > 1)",
      [](Scenario& s, const KnobValue& v) { s.parallel.pipeline_schedule = pipeline_schedule_from_string(as_text(v)); },
      [](const Scenario& s) { return of(s.parallel.pipeline_schedule); }},
@@ -414,7 +414,7 @@ const Knob kKnobs[] = {
      [](Scenario& s, const KnobValue& v) { s.parallel.dispatcher = dispatcher_from_string(as_text(v)); },
      [](const Scenario& s) { return of(s.parallel.dispatcher); }},
     {"parallel", "shard_group", KnobType::Int, 0, 1048576, "N", surface::kToml | surface::kJson, "", 0, "",
-     "sharding scope in data-parallel ranks (ZeRO-2/3: FSDP/torchtitan HSDP; ZeRO-1: megatron/nemo "
+     "sharding scope in data-parallel ranks (ZeRO-2/3: FSDP/torchtitan/automodel HSDP; ZeRO-1: megatron/nemo "
      "distributed-optimizer instances); 0 = all of them",
      [](Scenario& s, const KnobValue& v) { s.parallel.shard_group = as_int(v); },
      [](const Scenario& s) { return of(s.parallel.shard_group); }},

@@ -26,6 +26,7 @@ std::string what_runs(Framework f) {
   if (f == Framework::Megatron || f == Framework::Nemo)
     return "Megatron-Core's schedules.py at every pinned version runs 1f1b and interleaved only";
   if (f == Framework::DeepSpeed) return "its pipeline engine runs its own 1F1B-like schedule only";
+  if (f == Framework::Automodel) return "distributed.pipeline.pp_schedule takes the schedules paratune prices";
   return "it has no pipeline parallelism";
 }
 

@@ -80,6 +80,7 @@ const char* to_string(Framework f) {
     case Framework::Fsdp: return "fsdp";
     case Framework::Torchtitan: return "torchtitan";
     case Framework::Nemo: return "nemo";
+    case Framework::Automodel: return "automodel";
   }
   return "?";
 }
@@ -227,7 +228,9 @@ Framework framework_from_string(const std::string& s) {
   if (v == "fsdp" || v == "pytorch-fsdp") return Framework::Fsdp;
   if (v == "torchtitan") return Framework::Torchtitan;
   if (v == "nemo") return Framework::Nemo;
-  throw std::invalid_argument("'" + s + "' is not a framework; valid: megatron, deepspeed, fsdp, torchtitan, nemo");
+  if (v == "automodel" || v == "nemo-automodel" || v == "nemo_automodel") return Framework::Automodel;
+  throw std::invalid_argument("'" + s +
+                              "' is not a framework; valid: megatron, deepspeed, fsdp, torchtitan, nemo, automodel");
 }
 Precision precision_from_string(const std::string& s) {
   const std::string v = lower(s);

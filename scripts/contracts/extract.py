@@ -43,6 +43,7 @@ VERSIONS = [
     ("nccl", "2.27", "github:NVIDIA/nccl", "NVIDIA+nccl", "v2.27.3-1"),
     ("nccl", "2.30", "github:NVIDIA/nccl", "NVIDIA+nccl", "v2.30.7-1"),
     ("aws-ofi-nccl", "1.21", "github:aws/aws-ofi-nccl", "aws+aws-ofi-nccl", "v1.21.1"),
+    ("automodel", "v0.5.0", "github:NVIDIA-NeMo/Automodel", "NVIDIA-NeMo+Automodel", "v0.5.0"),
 ]
 # NeMo 2 recipes run on Megatron-Core; the one paired with NeMo 2.4 (its 25.07 container generation).
 NEMO_MCORE = ("NVIDIA+Megatron-LM", "core_v0.14.0")
@@ -330,6 +331,90 @@ def pytorch(src):
     return out
 
 
+# NeMo AutoModel's launch-failing checks, located by what they say.
+AUTOMODEL_RULES = {
+    "moe_no_tensor_parallel": r"Tensor parallelism not supported for custom MoE models",
+    "ddp_sizes_one": r"does not support \{feature_name\}",
+    "selective_ac_fsdp2_only": r"selective activation checkpointing is supported only for FSDP2",
+    "ep_divides_non_pp": r"must be a multiple of.*ep_size",
+    "replicate_below_dp": r"dp_replicate_size=\{dp_replicate_size\} must be less than dp_size",
+    "pp_microbatches_cover_stages": r"pp_batch_size // pp_microbatch_size >= self\.mesh_context\.pp_size",
+    "virtual_stages_divisible": r"must be divisible by.*pipeline parallel size",
+    "multi_stage_two_per_rank": r"Multi-stage schedule requires at least 2 stages per rank",
+}
+
+
+def automodel(src):
+    """The recipe overrides (--dotted.key=value) a train_ft run reads: distributed.* (recipes/_dist_utils.py
+    parse_distributed_section: the sizes, strategy, pipeline.*, moe.*, activation_checkpointing, the strategy
+    dataclass's own fields), step_scheduler.* and model.backend.* (BackendConfig)."""
+    dist_utils = "nemo_automodel/recipes/_dist_utils.py"
+    config = "nemo_automodel/components/distributed/config.py"
+    keys = {}
+    sizes = None
+    for node in src.tree(dist_utils).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if getattr(target, "id", "") == "_PARALLELISM_DEFAULTS":
+                sizes = literal(node.value)
+    for k, default in sizes.items():
+        keys["distributed." + k] = {"type": "int", "default": default}
+    strategies = None
+    for node in src.tree(config).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if getattr(target, "id", "") == "_STRATEGY_MAP":
+                strategies = {literal(k): v.id for k, v in zip(node.value.keys, node.value.values)}
+    keys["distributed.strategy"] = {"type": "str", "choices": sorted(strategies)}
+    # activation_checkpointing: the spellings _normalize_activation_checkpointing accepts (bool or these strings).
+    ac = set()
+    for node in ast.walk(src.tree(dist_utils)):
+        if isinstance(node, ast.FunctionDef) and node.name == "_normalize_activation_checkpointing":
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Set):
+                    ac |= set(literal(sub) or [])
+                elif isinstance(sub, ast.Compare) and isinstance(sub.comparators[0], ast.Constant) and \
+                        isinstance(sub.comparators[0].value, str):
+                    ac.add(sub.comparators[0].value)
+    keys["distributed.activation_checkpointing"] = {"type": "bool | str", "choices": sorted(ac | {"True", "False"})}
+    # Strategy kwargs: fields of the chosen strategy's dataclass (unknown ones raise in _resolve_strategy_config).
+    strategy_fields = {}
+    for name, cls in strategies.items():
+        strategy_fields[name] = sorted(dataclass_fields(src, config, cls))
+    for cls in sorted(set(strategies.values())):
+        for k, v in dataclass_fields(src, config, cls).items():
+            keys.setdefault("distributed." + k, {"type": v["type"], "strategies": []})
+            keys["distributed." + k].setdefault("strategies", []).append(cls)
+    for k, v in dataclass_fields(src, "nemo_automodel/components/distributed/pipelining/config.py",
+                                 "PipelineConfig").items():
+        keys["distributed.pipeline." + k] = {"type": v["type"], **({"choices": v["choices"]} if "choices" in v else {})}
+    for k, v in dataclass_fields(src, config, "MoEParallelizerConfig").items():
+        keys["distributed.moe." + k] = {"type": v["type"]}
+    sched = "nemo_automodel/components/training/step_scheduler.py"
+    for k, v in dataclass_fields(src, sched, "StepSchedulerConfig").items():
+        keys["step_scheduler." + k] = {"type": v["type"]}
+    # The recipe reads some step_scheduler keys itself (cfg.get("step_scheduler.local_batch_size", 1), ...).
+    recipe = src.read("nemo_automodel/recipes/llm/train_ft.py")
+    for k in sorted(set(re.findall(r'cfg\.get\("(step_scheduler\.\w+)"', recipe))):
+        keys.setdefault(k, {"type": "read by recipes/llm/train_ft.py"})
+    backend = "nemo_automodel/components/models/common/utils.py"
+    for k, v in dataclass_fields(src, backend, "BackendConfig").items():
+        keys["model.backend." + k] = {"type": v["type"], **({"choices": v["choices"]} if "choices" in v else {})}
+    stmts = []
+    for p in (dist_utils, "nemo_automodel/components/distributed/mesh_utils.py",
+              "nemo_automodel/components/moe/parallelizer.py", "nemo_automodel/recipes/llm/train_ft.py",
+              "nemo_automodel/components/distributed/pipelining/functional.py"):
+        stmts += assert_statements(src, p)
+    found = {}
+    for rid, pat in AUTOMODEL_RULES.items():
+        r = find_rule(stmts, pat)
+        found[rid] = {k: r[k] for k in ("file", "line", "test", "message", "raise", "within") if k in r} if r else None
+    return {"format": "overrides", "config_keys": keys, "strategy_fields": strategy_fields, "rules": found,
+            "cli_parser": {"file": "nemo_automodel/components/config/_arg_parser.py",
+                           "forms": re.findall(r"# case (\w\)[^\n]*)", src.read(
+                               "nemo_automodel/components/config/_arg_parser.py"))}}
+
+
 NCCL_PARAM = re.compile(r"NCCL_PARAM\(\s*\w+\s*,\s*\"([A-Z0-9_]+)\"")
 NCCL_GETENV = re.compile(r"(?:ncclGetEnv|getenv|ncclGetEnvInt)\(\s*\"(NCCL_[A-Z0-9_]+)\"")
 NCCL_LEVEL = re.compile(r"ncclTopoUserGdrLevel|\"(NCCL_NET_GDR_LEVEL)\"|\"(NCCL_P2P_LEVEL)\"")
@@ -401,6 +486,8 @@ def main():
             body = torchtitan(src, version)
         elif fw == "pytorch":
             body = pytorch(src)
+        elif fw == "automodel":
+            body = automodel(src)
         elif fw == "nccl":
             body = nccl(src)
         else:

@@ -23,7 +23,8 @@ Scenario llama70b_64nodes() {
 }  // namespace
 
 TEST(Enums, RoundTrip) {
-  for (auto f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan, Framework::Nemo})
+  for (auto f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan, Framework::Nemo,
+                 Framework::Automodel})
     EXPECT_EQ(framework_from_string(to_string(f)), f);
   for (auto p : {Precision::Bf16, Precision::Fp16, Precision::Fp8}) EXPECT_EQ(precision_from_string(to_string(p)), p);
   for (auto r : {Recompute::None, Recompute::Selective, Recompute::Full})
@@ -34,7 +35,8 @@ TEST(Enums, RoundTrip) {
     framework_from_string("jax");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "'jax' is not a framework; valid: megatron, deepspeed, fsdp, torchtitan, nemo");
+    EXPECT_STREQ(e.what(), "'jax' is not a framework; valid: megatron, deepspeed, fsdp, torchtitan, nemo, "
+                           "automodel");
   }
 }
 

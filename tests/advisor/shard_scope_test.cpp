@@ -58,13 +58,13 @@ TEST(ShardScope, PredictPricesTheScope) {
 TEST(ShardScope, RefusedWhereNoFrameworkRunsIt) {
   Scenario s = fsdp_on_32_h100();
   s.training.framework = Framework::Megatron;
-  EXPECT_NE(layout_problem(s, layout_from_scenario(s), Framework::Megatron).find("fsdp and torchtitan only"),
+  EXPECT_NE(layout_problem(s, layout_from_scenario(s), Framework::Megatron).find("fsdp, torchtitan and automodel only"),
             std::string::npos);
   try {
     advise(s);
     ADD_FAILURE() << "megatron cannot run a hybrid-sharding scope";
   } catch (const NothingFits& e) {
-    EXPECT_NE(std::string(e.what()).find("fsdp and torchtitan only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fsdp, torchtitan and automodel only"), std::string::npos) << e.what();
   }
   std::string z1 = "(parsed)";
   try {

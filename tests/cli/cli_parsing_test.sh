@@ -139,7 +139,7 @@ check_completion "--report" paratune run --rep
 check_completion "" paratune advise --top ""
 [[ " $(complete_words paratune run -- ech) " == *" echo "* ]] && pass "run -- completes commands" || fail "run -- ech"
 # values: frameworks (also the last item of a comma-separated list), commands, shells
-check_completion "megatron deepspeed fsdp torchtitan nemo" paratune advise --framework-args ""
+check_completion "megatron deepspeed fsdp torchtitan nemo automodel" paratune advise --framework-args ""
 check_completion "fsdp,megatron" paratune explain --framework-args fsdp,me
 check_completion "advise" paratune help ad
 check_completion "bash" paratune completion ""

@@ -537,7 +537,7 @@ TEST(Contract, VersionTableHasOneDefaultPerFrameworkAndAPinnedSource) {
     EXPECT_FALSE(c["source"]["repository"].get<std::string>().empty());
   }
   for (const Framework f : {Framework::Megatron, Framework::Nemo, Framework::DeepSpeed, Framework::Torchtitan,
-                            Framework::Fsdp})
+                            Framework::Fsdp, Framework::Automodel})
     EXPECT_EQ(defaults[f], 1) << to_string(f);
   EXPECT_THROW(resolve_version(Framework::Megatron, "core_v0.1"), std::invalid_argument);
 }

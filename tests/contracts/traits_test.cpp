@@ -24,7 +24,7 @@ using paratune::contracts::contract;
 namespace {
 
 // The option names a version's contract defines, in one spelling per framework kind: Megatron's argparse flags,
-// NeMo's config keys, torchtitan's section.option names.
+// NeMo's and AutoModel's config keys, torchtitan's section.option names.
 std::set<std::string> options(const json& c) {
   std::set<std::string> out;
   if (c.contains("arguments"))
@@ -58,18 +58,18 @@ const std::vector<Backing>& backings() {
       {"context parallelism", [](const FrameworkTraits& t) { return t.context_parallel; },
        [](F, const json&, const std::set<std::string>& o) {
          return any_of(o, {"--context-parallel-size", "trainer.strategy.context_parallel_size",
-                           "parallelism.context_parallel_degree"});
+                           "parallelism.context_parallel_degree", "distributed.cp_size"});
        }},
       {"virtual pipeline stages", [](const FrameworkTraits& t) { return t.interleaving; },
        [](F, const json&, const std::set<std::string>& o) {
          return any_of(o, {"--num-layers-per-virtual-pipeline-stage",
                            "trainer.strategy.virtual_pipeline_model_parallel_size",
-                           "parallelism.pipeline_parallel_schedule"});
+                           "parallelism.pipeline_parallel_schedule", "distributed.pipeline.layers_per_stage"});
        }},
       {"expert parallelism", [](const FrameworkTraits& t) { return t.expert_parallel; },
        [](F, const json&, const std::set<std::string>& o) {
          return any_of(o, {"--expert-model-parallel-size", "trainer.strategy.expert_model_parallel_size",
-                           "parallelism.expert_parallel_degree"});
+                           "parallelism.expert_parallel_degree", "distributed.ep_size"});
        }},
       {"an explicit stage layout", [](const FrameworkTraits& t) { return t.stage_layout; },
        [](F, const json&, const std::set<std::string>& o) {
@@ -77,7 +77,7 @@ const std::vector<Backing>& backings() {
        }},
       {"hybrid sharding", [](const FrameworkTraits& t) { return t.hybrid_shard; },
        [](F, const json& c, const std::set<std::string>& o) {
-         if (o.count("parallelism.data_parallel_replicate_degree")) return true;
+         if (any_of(o, {"parallelism.data_parallel_replicate_degree", "distributed.dp_replicate_size"})) return true;
          if (c.contains("fully_shard")) return c["fully_shard"]["params"].contains("mesh");  // FSDP2: a 2-D mesh
          if (c.contains("FullyShardedDataParallel"))
            for (const auto& s : c["FullyShardedDataParallel"]["ShardingStrategy"])
@@ -96,6 +96,11 @@ const std::vector<Backing>& backings() {
          if (c.contains("arguments")) {
            for (const auto& v : c["arguments"]["--moe-token-dispatcher-type"]["choices"])
              if (v == "flex") return true;
+           return false;
+         }
+         if (f == F::Automodel) {  // model.backend.dispatcher: DeepEP or HybridEP
+           for (const auto& v : c["config_keys"]["model.backend.dispatcher"]["choices"])
+             if (v == "deepep" || v == "hybridep") return true;
            return false;
          }
          if (c.contains("config_keys")) {  // NeMo: Megatron-Core's dispatcher, at the Megatron-Core ref it pins
@@ -120,7 +125,7 @@ const std::vector<Backing>& backings() {
                 runs_schedule(t.framework, PipelineSchedule::Zbv);
        },
        [](F, const json&, const std::set<std::string>& o) {
-         return any_of(o, {"parallelism.pipeline_parallel_schedule"});
+         return any_of(o, {"parallelism.pipeline_parallel_schedule", "distributed.pipeline.pp_schedule"});
        }},
   };
   return b;
@@ -138,7 +143,8 @@ bool version_refuses(const FrameworkVersion& v, const std::string& what) {
 
 TEST(FrameworkTraits, EveryFrameworkHasARow) {
   for (Framework f :
-       {Framework::Megatron, Framework::Nemo, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan})
+       {Framework::Megatron, Framework::Nemo, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan,
+        Framework::Automodel})
     EXPECT_EQ(traits(f).framework, f) << to_string(f);
 }
 
@@ -164,6 +170,10 @@ TEST(FrameworkTraits, TheChecksBite) {
   EXPECT_FALSE(backings()[0].present(Framework::DeepSpeed, ds, options(ds)));
   EXPECT_FALSE(backings()[3].present(Framework::DeepSpeed, ds, options(ds)));
   EXPECT_FALSE(backings()[4].present(Framework::Fsdp, fsdp113, options(fsdp113)));
+  // AutoModel's keys hold no per-stage layout (module_fqns_per_model_part names model modules, not planned).
+  const json am = contract("automodel--v0.5.0");
+  EXPECT_FALSE(backings()[3].present(Framework::Automodel, am, options(am)));
+  EXPECT_TRUE(backings()[2].present(Framework::Automodel, am, options(am)));
   const json fsdp2 = contract("pytorch--2.x");
   EXPECT_TRUE(backings()[4].present(Framework::Fsdp, fsdp2, options(fsdp2)));
   // Megatron-DeepSpeed's fork has no distributed-optimizer instances; Megatron-LM core_v0.14 and NeMo 2.4 have.
@@ -196,6 +206,13 @@ TEST(FrameworkTraits, ZeroStagesAndRecompute) {
   EXPECT_TRUE(runs_recompute(Framework::Fsdp, Recompute::Full));
   EXPECT_FALSE(runs_dispatcher(Framework::Torchtitan, Dispatcher::AllGather));
   EXPECT_TRUE(runs_dispatcher(Framework::Torchtitan, Dispatcher::Flex));
+  // AutoModel: ddp (no pipelining) or FSDP2 resharding or not; its "torch" dispatcher gathers, no all-to-all.
+  EXPECT_TRUE(runs_zero(Framework::Automodel, 0, 1));
+  EXPECT_FALSE(runs_zero(Framework::Automodel, 0, 2));
+  EXPECT_FALSE(runs_zero(Framework::Automodel, 1, 1));
+  EXPECT_TRUE(runs_zero(Framework::Automodel, 2, 4));
+  EXPECT_TRUE(runs_dispatcher(Framework::Automodel, Dispatcher::AllGather));
+  EXPECT_FALSE(runs_dispatcher(Framework::Automodel, Dispatcher::AllToAll));
 }
 
 TEST(FrameworkTraits, FrameworksWithoutExpertParallelismStillPlanMoeModels) {

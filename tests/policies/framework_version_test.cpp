@@ -99,14 +99,14 @@ TEST(FrameworkVersionPolicy, WrongShapes) {
   EXPECT_EQ(parse_error("[defaults]\nframework_version = \"core_v0.14\"\n"),
             "p.toml:2:21: defaults.framework_version: expected a table, got a string; valid: a table of FRAMEWORK = "
             "\"VERSION\", e.g. framework_version = { megatron = \"core_v0.14\" } (frameworks: megatron, deepspeed, "
-            "fsdp, torchtitan, nemo)");
+            "fsdp, torchtitan, nemo, automodel)");
   EXPECT_EQ(parse_error("[defaults.framework_version]\njax = \"0.4\"\n"),
             "p.toml:2:1: defaults.framework_version.jax: not a framework name; valid: megatron, deepspeed, fsdp, "
-            "torchtitan, nemo");
+            "torchtitan, nemo, automodel");
   // The framework's own name, not an alias: "megatron-deepspeed" is a DeepSpeed version, not a key.
   EXPECT_EQ(parse_error("[defaults.framework_version]\nmegatron-deepspeed = \"0.16\"\n"),
             "p.toml:2:1: defaults.framework_version.megatron-deepspeed: not a framework name; valid: megatron, "
-            "deepspeed, fsdp, torchtitan, nemo");
+            "deepspeed, fsdp, torchtitan, nemo, automodel");
   EXPECT_EQ(parse_error("[defaults.framework_version]\nmegatron = 14\n"),
             "p.toml:2:12: defaults.framework_version.megatron: expected a string, got an integer; valid: "
             "\"core_v0.15\" (paratune's default), \"core_v0.14\", \"main\"");

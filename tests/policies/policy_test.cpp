@@ -260,7 +260,8 @@ const BadCase kBadCases[] = {
      "p.toml:2:15: defaults.limits.zero_stages: expected an array, got an integer; valid: a non-empty list of ZeRO "
      "stages from 0, 1, 2, 3"},
     {"BadFramework", "[defaults.limits]\nframeworks = [\"megatron\", \"jax\"]\n",
-     "p.toml:2:27: defaults.limits.frameworks[1]: got \"jax\"; valid: megatron, deepspeed, fsdp, torchtitan, nemo"},
+     "p.toml:2:27: defaults.limits.frameworks[1]: got \"jax\"; valid: megatron, deepspeed, fsdp, torchtitan, nemo, "
+     "automodel"},
     {"BadRecompute", "[defaults.limits]\nrecompute = [\"some\"]\n",
      "p.toml:2:14: defaults.limits.recompute[0]: got \"some\"; valid: none, selective, full"},
     {"NegativeHeadroom", "[defaults.limits]\nmemory_headroom_gib = -1\n",

@@ -29,6 +29,7 @@ void nemo(const PlanView& v, FrameworkArgs& out);
 void deepspeed(const PlanView& v, FrameworkArgs& out);
 void torchtitan(const PlanView& v, FrameworkArgs& out);
 void fsdp(const PlanView& v, FrameworkArgs& out);
+void automodel(const PlanView& v, FrameworkArgs& out);
 std::string torchrun(const PlanView& v, const Launch& launch);
 
 // Mixture of experts (moe_args.cpp).

@@ -48,6 +48,7 @@ FrameworkArgs framework_args(const Scenario& s, const Plan& plan, const Launch& 
     case Framework::DeepSpeed: frameworks::deepspeed(v, out); break;
     case Framework::Torchtitan: frameworks::torchtitan(v, out); break;
     case Framework::Fsdp: frameworks::fsdp(v, out); break;
+    case Framework::Automodel: frameworks::automodel(v, out); break;
   }
   out.torchrun = frameworks::torchrun(v, launch);
   for (auto& n : kernel_notes(s, plan)) out.notes.push_back(std::move(n));  // the optional kernels it needs

@@ -23,7 +23,8 @@ std::string zero_family(Framework f, int zero) {
   if (zero == 0) return "ZeRO 0 (replicated optimizer)";
   if (mcore && zero == 1) return "ZeRO 1 (distributed optimizer)";
   if (mcore && zero == 3) return "ZeRO 3 (Megatron-FSDP)";
-  if (f == Framework::Fsdp || f == Framework::Torchtitan) return "ZeRO " + std::to_string(zero) + " (FSDP)";
+  if (f == Framework::Fsdp || f == Framework::Torchtitan || f == Framework::Automodel)
+    return "ZeRO " + std::to_string(zero) + " (FSDP)";
   return "ZeRO " + std::to_string(zero);
 }
 
@@ -45,7 +46,8 @@ CheckpointFormat checkpoint_format(Framework f, const Layout& l) {
       if (l.zero_stage >= 3) return {"fsdp_dtensor", family, {"dp"}};
       return {"torch_dist", family, {"tp", "pp", "dp", "cp", "ep"}};
     case Framework::Fsdp:
-    case Framework::Torchtitan: return {"dcp", family, {"dp"}};
+    case Framework::Torchtitan:
+    case Framework::Automodel: return {"dcp", family, {"dp"}};  // AutoModel: torch DCP (checkpoint.model_save_format)
     case Framework::DeepSpeed: return {"deepspeed_zero", family, {}};
   }
   return {"", family, {}};

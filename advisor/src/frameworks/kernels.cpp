@@ -21,11 +21,14 @@ bool hopper_or_blackwell(const Scenario& s) {
 // Megatron-LM main names the backend; 0.14/0.15 and NeMo 2.4 have DeepEP only (--moe-enable-deepep). torchtitan
 // v0.2.2 has DeepEP only ([parallelism] expert_parallel_comm_backend = "deepep"); main builds DeepEP or HybridEP
 // dispatchers (models/common/config_utils.py: comm_backend "deepep" / "hybridep").
+// AutoModel 0.5.0: model.backend.dispatcher "deepep" or "hybridep" (BackendConfig, models/common/utils.py).
 bool has_backend_choice(const Scenario& s, Framework f) {
+  if (f == Framework::Automodel) return true;
   return (f == Framework::Megatron || f == Framework::Torchtitan) && version_for(s, f).id == "main";
 }
 
 std::string flex_setting(const Scenario& s, Framework f, Kernel k) {
+  if (f == Framework::Automodel) return "--model.backend.dispatcher=" + std::string(to_string(k));
   if (f == Framework::Torchtitan)
     return has_backend_choice(s, f) ? "model_registry(..., moe_comm_backend=\"" + std::string(to_string(k)) +
                                           "\") in the config function"

@@ -10,12 +10,23 @@
 //   checkpointing only.
 // - torchtitan: FSDP2 (or DDP) with TP, PP (interleaved schedules), CP and EP; HSDP through
 //   data_parallel_replicate_degree; all-to-all or DeepEP/HybridEP dispatch.
+// - NeMo AutoModel 0.5.0 (github:NVIDIA-NeMo/Automodel v0.5.0 = d02f49cb3145; tests/contracts/automodel--v0.5.0.json):
+//   distributed.strategy fsdp2 (FSDP2 per parameter; reshard_after_forward false is its "ZeRO-2-like" mode,
+//   components/distributed/config.py:185-188) or ddp, which refuses tp, pp, cp and ep > 1 (mesh_utils.py:91-96).
+//   FSDP2's mesh is (pp, dp_replicate, dp_shard, cp, tp) (mesh_utils.py:216-230): HSDP through dp_replicate_size
+//   (FSDP2 only, mesh_utils.py:69-74), CP, TP, PP; the MoE mesh folds ep_size over the non-pipeline ranks
+//   (mesh_utils.py:210-213). No ZeRO-1 and no expert TP. activation_checkpointing true (full) or "selective" (FSDP2
+//   only: recipes/_dist_utils.py:160). MoE dispatch (model.backend.dispatcher, models/common/utils.py:203): "torch"
+//   (an all-gather of the EP group's tokens and an all-reduce of the outputs, moe/experts.py:327-395: the allgather
+//   dispatcher) or DeepEP / HybridEP (flex); no NCCL all-to-all dispatcher.
 // Pipeline schedules: Megatron-Core (and NeMo on it) runs 1F1B and interleaved 1F1B only
 // (megatron/core/pipeline_parallel/schedules.py at core_v0.14.0, core_v0.15.3 and the pinned main:
 // forward_backward_pipelining_without/with_interleaving); DeepSpeed's pipeline engine its own 1F1B-like
 // TrainSchedule; torchtitan any torch.distributed.pipelining schedule by name (get_schedule_class: GPipe, 1F1B,
 // Interleaved1F1B, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV; both pinned torchtitan versions
-// import ScheduleZBVZeroBubble and ScheduleDualPipeV). Priced here: 1F1B, interleaved, GPipe, zero bubble, ZBV.
+// import ScheduleZBVZeroBubble and ScheduleDualPipeV), and AutoModel the same by distributed.pipeline.pp_schedule
+// (pipelining/functional.py:492 and :695, get_schedule_class; the V style for ZBVZeroBubble, :644-645). Priced here:
+// 1F1B, interleaved, GPipe, zero bubble, ZBV.
 #include "paratune/advisor/framework_traits.h"
 
 #include <algorithm>
@@ -65,7 +76,17 @@ const std::vector<FrameworkTraits>& table() {
     torchtitan.dispatchers = {D::AllToAll, D::Flex};
     torchtitan.schedules = {S::OneFOneB, S::Interleaved, S::GPipe, S::ZeroBubble, S::Zbv};
     torchtitan.default_zero = 3;
-    return std::vector<FrameworkTraits>{megatron, nemo, deepspeed, fsdp, torchtitan};
+
+    FrameworkTraits automodel;
+    automodel.framework = Framework::Automodel;
+    automodel.tensor_pipeline = automodel.context_parallel = automodel.interleaving = true;
+    automodel.expert_parallel = automodel.hybrid_shard = automodel.selective_recompute = true;
+    automodel.zero_stages = {0, 2, 3};       // ddp; fsdp2 keeping or resharding the gathered parameters
+    automodel.zero_stages_with_pp = {2, 3};  // ddp has no pipeline parallelism
+    automodel.dispatchers = {D::AllGather, D::Flex};
+    automodel.schedules = torchtitan.schedules;
+    automodel.default_zero = 3;
+    return std::vector<FrameworkTraits>{megatron, nemo, deepspeed, fsdp, torchtitan, automodel};
   }();
   return rows;
 }

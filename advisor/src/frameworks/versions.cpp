@@ -58,6 +58,8 @@ std::vector<FrameworkVersion> make_table() {
        "torchtitan--v0.2", true},
       {F::Torchtitan, "main", "torchtitan main of 2026-08-21 (Python config + frozen CLI flags)",
        "github:pytorch/torchtitan b5bcd76c66d0", "torchtitan--main", false},
+      {F::Automodel, "0.5", "NeMo AutoModel 0.5.0 (YAML recipe + --dotted.key overrides; FSDP2)",
+       "github:NVIDIA-NeMo/Automodel v0.5.0", "automodel--v0.5.0", true},
       {F::Fsdp, "2.x", "PyTorch 2.x FSDP2 (fully_shard)", "github:pytorch/pytorch 0257dd1c405a", "pytorch--2.x", true},
       {F::Fsdp, "1.13", "PyTorch 1.13 FSDP1 (FullyShardedDataParallel; Debian 12's python3-torch)",
        "debian:python3-torch 1.13.1+dfsg-4", "pytorch--1.13", false},
@@ -116,6 +118,15 @@ std::string stack_problem(const Scenario& s) {
   if (t.precision == Precision::Fp8 && (t.framework == F::DeepSpeed || t.framework == F::Fsdp))
     return who + "has no FP8 training setting (Transformer Engine / torchao are model code); plan bf16 here, or "
                  "use framework=megatron, nemo or torchtitan for FP8";
+  if (t.framework == F::Automodel && t.precision != Precision::Bf16)
+    return who + (t.precision == Precision::Fp8
+                      ? "FP8 is model.backend.te_fp8 of AutoModel's own model implementations (Transformer Engine "
+                        "linear layers), not planned here; plan bf16"
+                      : "trains under FSDP2Config.mp_policy's bf16 by default (a float16 policy is a _target_ "
+                        "object in the recipe, not planned here); plan bf16");
+  if (t.framework == F::Automodel && t.tp_comm_overlap.value_or(false) && !t.compile.value_or(false))
+    return who + "enable_async_tensor_parallel sets torch._inductor's micro-pipeline TP, which acts on compiled "
+                 "layers only: set compile=yes (distributed.enable_compile) or tp_comm_overlap=no";
   if (t.framework == F::Torchtitan && t.precision == Precision::Fp16)
     return who + "training.mixed_precision_param accepts bfloat16 or float32 only (its Literal type); use bf16";
   if (t.framework == F::Torchtitan && t.tp_comm_overlap.value_or(false) && !t.compile.value_or(false))
@@ -146,6 +157,8 @@ std::string version_problem(const Scenario& s, const Layout& l, Framework f) {
   if (f == F::Torchtitan && v.id == "main" && l.etp > 1)
     return who + "parallelism has expert_parallel_degree but no expert_tensor_parallel_degree (its config fields); "
                  "plan etp 1 or framework_version=v0.2";
+  if (f == F::Automodel)
+    if (std::string why = automodel_problem(s, l); !why.empty()) return who + why;
   if (f == F::Fsdp && v.id == "1.13" && l.shard_group > 0)
     return who + "ShardingStrategy has FULL_SHARD, SHARD_GRAD_OP and NO_SHARD only (no HYBRID_SHARD before 2.0)";
   if (std::string why = kernel_problem(s, l, f); !why.empty()) return who + why;  // the site lacks a kernel

@@ -75,7 +75,7 @@ Breakdown assemble(const PerLayer& pl, int Lmax, double head_part, double mb_ove
 double host_bound_excess(const Resolved& R, const ModelParams& p, const Layout& l, double gpu_layer_s) {
   const double fwd_share = 1.0 / 3;  // the forward issues about a third of a layer's kernels
   const double rc = l.recompute == Recompute::Full ? fwd_share : l.recompute == Recompute::Selective ? 0.05 : 0;
-  const double host = p.cpu_layer_us[static_cast<int>(R.stack.framework)] * 1e-6 * (1 + rc);
+  const double host = p.cpu_layer_us[stack_index(R.stack.framework)] * 1e-6 * (1 + rc);
   return std::max(0.0, host - gpu_layer_s);
 }
 
@@ -123,7 +123,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
     pl.imbalance = gemm_imbalance + ep.imbalance;
   }
   pl.stack = host_bound_excess(r_, p_, l, pl.total()) +
-             p_.layer_overhead_us[static_cast<int>(r_.stack.framework)] * 1e-6 +
+             p_.layer_overhead_us[stack_index(r_.stack.framework)] * 1e-6 +
              (moe ? moe_layer_overhead_s(r_, p_, l) : 0);
   r.layer_fwd_s = lc.fwd() + tp.per_layer * 2 / tp.count + cp / 3 + (pl.ep + pl.imbalance) / 3;
   r.layer_bwd_s = lc.bwd() + rc + tp.per_layer * (tp.count - 2) / tp.count + cp * 2 / 3 + (pl.ep + pl.imbalance) * 2 / 3;

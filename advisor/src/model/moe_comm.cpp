@@ -106,6 +106,10 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
     const int k = l.ep * l.etp;
     const double each = alltoall_s(R, nccl_rates(p), k * t_in * row_bytes, k, 1);
     a.dispatch_f = a.combine_b = a.combine_f = a.dispatch_b = each;
+    // NeMo AutoModel's "torch" dispatcher combines with an all-reduce of all k ranks' output rows, then keeps its
+    // own (GroupedExperts.forward, moe/experts.py at v0.5.0), forward and backward: a reduce-scatter's traffic and
+    // an all-gather's on top.
+    if (R.stack.framework == Framework::Automodel) a.combine_f = a.combine_b = 2 * each;
     return a;
   }
   // Padded to capacity, the router itself fills every expert to its capacity with the highest-scoring tokens
@@ -117,9 +121,10 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
   const double send = t_in * R.moe.k * row_bytes * padded;
   // DeepEP / HybridEP dispatch FP8 rows in FP8 runs (1 byte + a scale per 128 values) and combine in BF16 (DeepEP
   // README: "FP8 dispatching and BF16 combining"); gradients travel in BF16 both ways; NCCL's all-to-all moves the
-  // 16-bit hidden states. torchtitan's DeepEP/HybridEP dispatch BF16 (v0.2.2; main's use_fp8_dispatch = False).
+  // 16-bit hidden states. torchtitan's DeepEP/HybridEP dispatch BF16 (v0.2.2; main's use_fp8_dispatch = False);
+  // AutoModel's FP8 (model.backend.te_fp8) is not planned.
   const bool fp8_dispatch = l.dispatcher == Dispatcher::Flex && R.s.training.precision == Precision::Fp8 &&
-                            R.stack.framework != Framework::Torchtitan;
+                            R.stack.framework != Framework::Torchtitan && R.stack.framework != Framework::Automodel;
   const double dispatch_bytes = fp8_dispatch ? send * (1 + 4.0 / 128) / 2 : send;
   if (l.ep > 1) {
     if (l.dispatcher == Dispatcher::Flex) {

@@ -51,7 +51,7 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
   StackProfile st;
   st.framework = f;
   st.megatron_core = f == Framework::Megatron || f == Framework::Nemo;
-  st.pytorch_native = f == Framework::Fsdp || f == Framework::Torchtitan;
+  st.pytorch_native = f == Framework::Fsdp || f == Framework::Torchtitan || f == Framework::Automodel;
   // FlashAttention exists only from Ampere on (and on CDNA2/3 through ROCm's port): on Volta, Turing or Pascal
   // attention is the unfused kernel whatever the scenario says (FlashAttention-2 README: Ampere, Ada, Hopper).
   st.flash = s.training.flash_attention.value_or(true) && has_flash_attention(arch) &&
@@ -68,7 +68,9 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
                   s.training.fp8_param_gather.value_or(false);
   st.overlap_param_gather = overlap_param_gather(s.training, f);
   st.balanced_stages = s.training.pipeline_split == PipelineSplit::Balanced;
-  st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan) &&
+  // AutoModel's async TP (enable_async_tensor_parallel) acts on compiled layers only, and its arguments set it only
+  // with compile (stack_problem refuses it without).
+  st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan || (f == Framework::Automodel && compiled)) &&
                   (arch == GpuArch::Hopper || arch == GpuArch::Blackwell) &&
                   s.training.tp_comm_overlap.value_or(st.overlap_dp);
   return st;
@@ -95,7 +97,7 @@ Resolved resolve(const Scenario& s, Framework f, const ModelParams& p) {
   const int arch = static_cast<int>(g.arch);
   const bool eager_on_hopper = f != Framework::Megatron && f != Framework::Nemo &&
                                (g.arch == GpuArch::Hopper || g.arch == GpuArch::Blackwell);
-  const double eff = p.gemm_eff[arch] * p.stack_compute_eff[static_cast<int>(f)] *
+  const double eff = p.gemm_eff[arch] * p.stack_compute_eff[stack_index(f)] *
                      (eager_on_hopper ? p.eager_hopper_eff : 1.0);
   const double peak16 = (s.training.precision == Precision::Fp16 ? g.fp16_tflops : g.bf16_tflops) * 1e12;
   R.peak = peak16 * eff;

@@ -31,7 +31,7 @@ touch "$work/run/(03+158)"
 example_of() {
   case $1 in
     megatron) echo megatron-lm.sbatch ;; nemo) echo nemo2.sbatch ;; deepspeed) echo deepspeed.sbatch ;;
-    torchtitan) echo torchtitan.sbatch ;; fsdp) echo fsdp.sbatch ;;
+    torchtitan) echo torchtitan.sbatch ;; fsdp) echo fsdp.sbatch ;; automodel) echo automodel.sbatch ;;
   esac
 }
 
@@ -45,7 +45,7 @@ for dir in "$work"/cases/*/; do
         PARATUNE_PLAN="$dir/plan.json" PARATUNE_ARGS="$dir/$args_file" PARATUNE_ARGS_TEXT="$args_text" \
         PARATUNE_FRAMEWORK="$framework" PARATUNE_FRAMEWORK_VERSION="$version" \
         SLURM_JOB_NUM_NODES="$nodes" SLURM_GPUS_ON_NODE=8 DATA=/data/corpus TOKENIZER=/data/tokenizer CKPT=/data/ckpt \
-        MEGATRON=/opt/Megatron-LM MODULE=llama3 CONFIG=llama3_8b \
+        MEGATRON=/opt/Megatron-LM MODULE=llama3 CONFIG=llama3_8b RECIPE=/data/recipe.yaml \
         bash "$examples/$(example_of "$framework")" > "$log" 2>&1); then
     echo "FAIL ${dir##*/}: the example failed: $(tail -n 3 "$log")"
     failures=$((failures + 1))

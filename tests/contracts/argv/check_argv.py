@@ -184,6 +184,59 @@ def check_torchtitan(f, args, contracts):
         check_torchtitan_split(f, lambda key, default: cfg["parallelism"].get(key, default))
 
 
+@functools.lru_cache(maxsize=None)
+def automodel_stage_code(version):
+    """AutoModel's own stage count and split at the pin (copied by scripts/contracts/extract_automodel_stages.py)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "automodel_stages--%s.py" % version)
+    spec = importlib.util.spec_from_file_location("automodel_stages_" + version.replace(".", "_"), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# torch.distributed.pipelining's single-stage schedules (PipelineScheduleSingle): one stage a rank.
+SINGLE_STAGE_SCHEDULES = {"1f1b", "gpipe"}
+
+
+def check_automodel_split(f, kv):
+    """Run AutoModel's calculate_virtual_stages and split on the emitted pipeline overrides: it must accept them,
+    build pp x vpp stages and give every rank layers (the loop placement: stage s on rank s % pp)."""
+    code = automodel_stage_code("v0.5.0")
+    pp, layers = f["pp"], f["layers"]
+    single = str(kv["distributed.pipeline.pp_schedule"]).lower() in SINGLE_STAGE_SCHEDULES
+    n, _ = code.calculate_virtual_stages(layers, kv.get("distributed.pipeline.layers_per_stage"), pp, single,
+                                         kv.get("distributed.pipeline.round_virtual_stages_to_pp_multiple"))
+    expect("stages AutoModel builds", n, pp * f["vpp"])
+    stages = code.generate_hf_model_fqn_per_model_part(n, layers, include_multimodal_encoders=False)
+    counts = [sum(1 for m in s if ".layers." in m) for s in stages]
+    expect("layers over AutoModel's stages", sum(counts), layers)
+    ranks = [sum(counts[s] for s in range(r, n, pp)) for r in range(pp)]
+    if min(ranks) < 1:
+        raise Reject("AutoModel's split leaves a rank without layers: %s" % ranks)
+
+
+def check_automodel(f, args, contracts):
+    cfg, kv = parse(parsers.parse_automodel, contracts, args)
+    expect("--config", cfg, "/data/recipe.yaml")
+    for key, want in (("tp_size", f["tp"]), ("pp_size", f["pp"]), ("cp_size", f["cp"]), ("dp_size", f["dp"]),
+                      ("ep_size", f["ep"])):
+        expect("distributed." + key, kv.get("distributed." + key, 1), want)
+    expect("distributed.strategy", kv["distributed.strategy"], "fsdp2" if f["zero_stage"] >= 2 else "ddp")
+    accum = f["global_batch"] // (f["dp"] * f["micro_batch"])
+    local = kv["step_scheduler.local_batch_size"]
+    expect("step_scheduler.global_batch_size", kv["step_scheduler.global_batch_size"], f["global_batch"])
+    if f["pp"] > 1:
+        expect("pipeline micro-batches", local // kv["distributed.pipeline.pp_microbatch_size"], accum)
+        check_automodel_split(f, kv)
+    else:
+        expect("gradient accumulation steps", f["global_batch"] // (local * f["dp"]), accum)
+    if f["moe"] and f["ep"] > 1:
+        want = {"flex": ("deepep", "hybridep"), "allgather": ("torch",)}[f["dispatcher"]]
+        if kv["model.backend.dispatcher"] not in want:
+            raise Reject("model.backend.dispatcher %r for the %s dispatcher" % (kv["model.backend.dispatcher"],
+                                                                                f["dispatcher"]))
+
+
 def check_torchrun_launch(f, args, torchrun, contracts):
     ns = parse(torchrun.parse_args, args)
     expect("torchrun --nnodes", str(ns.nnodes), str(f["nodes"]))
@@ -209,6 +262,10 @@ def check_torchrun_launch(f, args, torchrun, contracts):
         expect("torchrun -m", bool(ns.module), True)
         expect("module", script, "torchtitan.train")
         check_torchtitan(f, rest, contracts)
+    elif fw == "automodel":
+        expect("torchrun -m", bool(ns.module), True)
+        expect("module", script, "nemo_automodel.recipes.llm.train_ft")
+        check_automodel(f, rest, contracts)
     else:
         raise Reject("no launch check for framework %s" % fw)
 
@@ -261,6 +318,26 @@ def negative_controls(contracts):
                 "pipeline_parallel_schedule": "Interleaved1F1B"}.get(key, default))
         except (Reject, ValueError) as e:
             problems.append("positive control: torchtitan %s refused its default interleaved split: %s" % (version, e))
+    # AutoModel: a key its recipe does not read, a strategy field of another strategy and a stage count pp does
+    # not divide are refused; the plain form is accepted.
+    for bad in (["--config", "r.yaml", "--distributed.tensor_parallel_size=2"],
+                ["--config", "r.yaml", "--distributed.strategy=ddp", "--distributed.sequence_parallel=true"],
+                ["--distributed.tp_size=2"]):
+        try:
+            parsers.parse_automodel(contracts, bad)
+            problems.append("negative control: AutoModel accepted %s" % bad)
+        except Reject:
+            pass
+    try:
+        automodel_stage_code("v0.5.0").calculate_virtual_stages(80, 10, 4, False, None)  # 8 stages: fine
+        automodel_stage_code("v0.5.0").calculate_virtual_stages(80, 9, 4, False, None)   # 9 stages over pp 4
+        problems.append("negative control: AutoModel's stage count accepted 9 stages over pp 4")
+    except ValueError:
+        pass
+    cfg, kv = parsers.parse_automodel(contracts, ["-c", "r.yaml", "--distributed.tp_size", "2",
+                                                  "--distributed.sequence_parallel"])
+    if (cfg, kv) != ("r.yaml", {"distributed.tp_size": 2, "distributed.sequence_parallel": True}):
+        problems.append("positive control: AutoModel's three override forms gave %r" % ((cfg, kv),))
     # A ZeRO-1 scope of 4 of 64 ranks is 16 instances: arguments without the option would launch one.
     scope = {"zero_stage": 1, "dp": 64, "cp": 1, "shard_group": 4}
     plain = parsers.parse_megatron(contracts, "core_v0.15", ["--use-distributed-optimizer"])

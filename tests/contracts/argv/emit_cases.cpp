@@ -1,7 +1,8 @@
 // Writes the framework argument files paratune emits, one directory per case, for the argv-path test
 // (argv_path_test.sh): every model preset x every supported framework version (the advised plan at the smallest
 // node count that fits), plus fixed layouts that reach the special forms (an explicit MoE pipeline layout, the flex
-// dispatcher, expert TP, Megatron-FSDP, FP8, Megatron-DeepSpeed with TP/PP, torchtitan's compile and pipeline).
+// dispatcher, expert TP, Megatron-FSDP, FP8, Megatron-DeepSpeed with TP/PP, torchtitan's compile and pipeline,
+// AutoModel's stage count, ddp, HSDP and dispatchers).
 //
 //   emit_cases OUTDIR   OUTDIR/<case>/: plan.json, the args files, torchrun.args, case.json, launch.env
 //                       ("FRAMEWORK VERSION ARGS_FILE NODES") and args_text (what $PARATUNE_ARGS_TEXT would hold)
@@ -212,7 +213,30 @@ int special_cases(const fs::path& out) {
       Scenario sds = scenario("llama3-70b", f, v.id, 8);
       n += emit(out / ("fixed-70b-tp8-pp2__" + tag), sds, fixed(sds, 8, 2, 1, 1, Recompute::Full));
     }
-    if (f != Framework::DeepSpeed && f != Framework::Fsdp) {
+    if (f == Framework::Automodel) {
+      // AutoModel's stage count from layers_per_stage (80 layers over pp 4 x 5 chunks), selective checkpointing,
+      // ddp, HSDP with ZeRO-2, and the MoE dispatchers (DeepEP; the all-gather "torch" one).
+      Scenario s70 = scenario("llama3-70b", f, v.id, 8);
+      n += emit(out / ("fixed-70b-pp4-vpp5__" + tag), s70, fixed(s70, 2, 4, 5, 3, Recompute::Selective));
+      s70.training.compile = true;
+      n += emit(out / ("fixed-70b-tp8-pp4-vpp2-compile__" + tag), s70, fixed(s70, 8, 4, 2, 3, Recompute::Full));
+      Scenario s8 = scenario("llama3-8b", f, v.id, 1);
+      n += emit(out / ("fixed-8b-ddp__" + tag), s8, fixed(s8, 1, 1, 1, 0, Recompute::Full));
+      Scenario h8 = scenario("llama3-8b", f, v.id, 2);
+      Plan hsdp = fixed(h8, 1, 1, 1, 2, Recompute::None);
+      hsdp.layout.shard_group = 8;
+      if (const std::string why = layout_problem(h8, hsdp.layout, f); !why.empty())
+        throw std::runtime_error("HSDP layout refused: " + why);
+      n += emit(out / ("fixed-8b-zero2-hsdp__" + tag), h8, hsdp);
+      Scenario v3 = scenario("deepseek-v3", f, v.id, 64);
+      n += emit(out / ("fixed-deepseek-v3-ep8-deepep__" + tag), v3,
+                fixed(v3, 1, 1, 1, 3, Recompute::Full, 8, 1, Dispatcher::Flex));
+      Scenario q30 = scenario("qwen3-30b-a3b", f, v.id, 2);
+      n += emit(out / ("fixed-qwen3-30b-ep8-allgather__" + tag), q30,
+                fixed(q30, 1, 1, 1, 3, Recompute::Selective, 8, 1, Dispatcher::AllGather));
+    }
+    // FP8: AutoModel's is model.backend.te_fp8 of its own model code, not planned (stack_problem refuses it).
+    if (f != Framework::DeepSpeed && f != Framework::Fsdp && f != Framework::Automodel) {
       Scenario s70 = scenario("llama3-70b", f, v.id, 8);
       s70.training.precision = Precision::Fp8;
       n += emit(out / ("fp8-llama3-70b__" + tag), s70, advise(s70));

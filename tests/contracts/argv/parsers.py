@@ -19,6 +19,10 @@ Reject with the framework's reason. What is rebuilt, and from where:
   int, float, bool words, Optional's none/null, Literal choices).
 * torchtitan main (tyro): --module/--config taken out as its ConfigManager does, then --section.option flags of the
   frozen CLI list, typed from the extract's sections (bools are flags); v0.2: --job.config_file and TOML keys.
+* NeMo AutoModel 0.5.0: parse_cli_argv's walk (--config/-c PATH; --key=val, --key val, a bare --flag is True;
+  other tokens skipped) and translate_value's reading of each value, rebuilt from components/config/_arg_parser.py
+  and loader.py at the pin; every key one the extract lists, with a value among its choices, and the strategy
+  fields checked as _resolve_strategy_config does ("Unknown options for strategy").
 * torchrun: PyTorch's own parser when Debian's python3-torch is importable, else rebuilt from pytorch--1.13.json.
 """
 
@@ -400,6 +404,61 @@ def parse_torchtitan_v02(contracts_dir, argv):
             if not _toml_type_ok(value, field):
                 raise Reject("%s.%s = %r does not have type %s" % (section, key, value, field.get("type")))
     return config
+
+
+# ---- NeMo AutoModel -----------------------------------------------------------------------------------------------
+
+def _automodel_value(v):
+    """loader.py translate_value: None/true/false words, then a Python literal, else the string."""
+    special = {"none": None, "None": None, "true": True, "True": True, "false": False, "False": False}
+    if v in special:
+        return special[v]
+    if len(v) > 1000:
+        return v
+    try:
+        return ast.literal_eval(v)
+    except Exception:
+        return v
+
+
+def parse_automodel(contracts_dir, argv):
+    """(config path, {dotted key: value}) as AutoModel 0.5.0's recipe reads argv; Reject with its reason."""
+    c = contract(contracts_dir, "automodel--v0.5.0")
+    cfg, kv, i = None, {}, 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in ("--config", "-c"):
+            if i + 1 >= len(argv):
+                raise Reject("Expected a path after --config")
+            cfg, i = argv[i + 1], i + 2
+        elif tok.startswith("--"):
+            key = tok.lstrip("-")
+            if "=" in key:
+                key, val, i = key.split("=", 1) + [i + 1]
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                val, i = argv[i + 1], i + 2
+            else:
+                val, i = "True", i + 1
+            kv[key] = _automodel_value(val)  # set_by_dotted: a later override of the same key wins
+        else:
+            i += 1
+    if not cfg:
+        raise Reject("You must specify --config <path>")
+    keys = c["config_keys"]
+    strategy = str(kv.get("distributed.strategy", "fsdp2")).lower()
+    if strategy not in c["strategy_fields"]:
+        raise Reject("Unknown strategy: %s" % strategy)
+    for key, val in kv.items():
+        if key not in keys:
+            raise Reject("%s is not a key AutoModel 0.5.0 reads" % key)
+        choices = keys[key].get("choices")
+        if choices is not None and val is not None and str(val) not in choices:
+            raise Reject("%s=%r: not one of %s" % (key, val, choices))
+        field = key[len("distributed."):]
+        if "strategies" in keys[key] and field != "activation_checkpointing" and \
+                field not in c["strategy_fields"][strategy]:
+            raise Reject("Unknown options for strategy '%s': ['%s']" % (strategy, field))
+    return cfg, kv
 
 
 # ---- torchrun ----------------------------------------------------------------------------------------------------

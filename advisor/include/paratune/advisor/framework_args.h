@@ -1,6 +1,7 @@
 // Ready-to-use arguments for a plan's framework, in the form its version reads: a Megatron argument file, NeMo-Run
 // overrides, a DeepSpeed JSON (with the Megatron-DeepSpeed arguments when TP/PP > 1), torchtitan TOML (v0.2) or
-// CLI flags (main), an FSDP settings file with PyTorch's own names, and torchrun flags. Argument files (and
+// CLI flags (main), an FSDP settings file with PyTorch's own names, NeMo AutoModel's --dotted.key=value recipe
+// overrides, and torchrun flags. Argument files (and
 // torchrun) hold one argv element per line with no shell quoting (--flag=value, KEY=VALUE): the documented launch
 // reads them with `mapfile -t ARGS < FILE` and passes "${ARGS[@]}" (etc/examples; tests/contracts/argv). Pure
 // strings; the caller writes them where it wants. One adapter per framework in advisor/src/frameworks/.

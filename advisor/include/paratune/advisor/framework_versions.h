@@ -35,6 +35,8 @@ std::string stack_problem(const Scenario& s);
 
 // "" when the version can run this layout, else why not (the search skips such layouts; predict refuses them).
 std::string version_problem(const Scenario& s, const Layout& l, Framework f);
+// The NeMo AutoModel part of it (frameworks/automodel_rules.cpp).
+std::string automodel_problem(const Scenario& s, const Layout& l);
 // The memory-feature part of it (precision-aware optimizer, recompute modules, CPU activation offload).
 std::string memory_feature_problem(const Scenario& s, const Layout& l, Framework f, const FrameworkVersion& v);
 

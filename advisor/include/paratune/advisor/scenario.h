@@ -11,7 +11,9 @@
 
 namespace paratune::advisor {
 
-enum class Framework { Megatron, DeepSpeed, Fsdp, Torchtitan, Nemo };
+// Automodel: NVIDIA NeMo AutoModel, a PyTorch-native stack (FSDP2, torch.distributed.pipelining, DeepEP) priced
+// as torchtitan's (stack_index).
+enum class Framework { Megatron, DeepSpeed, Fsdp, Torchtitan, Nemo, Automodel };
 enum class Precision { Bf16, Fp16, Fp8 };
 enum class Recompute { None, Selective, Full };
 // The attention kernel: FlashAttention-2, FlashAttention-3, cuDNN's fused attention (Transformer Engine), or the
@@ -54,6 +56,12 @@ constexpr unsigned kCoreAttn = 1, kMoeAct = 2, kLayernorm = 4, kMlaUpProj = 8, k
 }  // namespace recompute_module
 
 const char* to_string(Framework f);
+// The index of the software stack whose fitted parameters price f (ModelParams' per-stack arrays): AutoModel runs
+// the PyTorch-native stack torchtitan runs (FSDP2 per-parameter sharding, eager HF or AutoModel modules), so it
+// shares torchtitan's until rows of its own are fitted.
+inline int stack_index(Framework f) {
+  return static_cast<int>(f == Framework::Automodel ? Framework::Torchtitan : f);
+}
 const char* to_string(Precision p);
 const char* to_string(Attention a);
 const char* to_string(Fp8Recipe r);

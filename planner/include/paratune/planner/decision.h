@@ -104,7 +104,7 @@ nlohmann::json decision_json(const Decision& d);
 
 // The files written beside the plan: plan.json, the arguments of the plan's framework in the form its version
 // reads (megatron.args, nemo.args, deepspeed.json [+ megatron-deepspeed.args], torchtitan.toml or
-// torchtitan.flags, fsdp.json) and torchrun.args. Name → content.
+// torchtitan.flags, fsdp.json, automodel.args) and torchrun.args. Name → content.
 std::vector<std::pair<std::string, std::string>> decision_files(const Decision& d);
 
 // The file among decision_files() that holds the arguments of the plan's own framework.
