@@ -64,6 +64,7 @@ std::string short_layout(const Layout& l) {
   if (l.recompute == advisor::Recompute::Selective && l.recompute_modules != 0)
     s += " (" + advisor::recompute_modules_to_string(l.recompute_modules) + ")";
   if (l.precision_aware_optimizer()) s += std::string(" moments ") + advisor::to_string(l.optimizer_moments);
+  if (l.main_params != advisor::StateDtype::Fp32) s += std::string(" main ") + advisor::to_string(l.main_params);
   if (l.offload_layers > 0) s += " offload " + std::to_string(l.offload_layers);
   return s;
 }
@@ -94,19 +95,32 @@ calib::Row with_recipe_features(const calib::Row& r) {
   return out;
 }
 
-// The recipe's layout as predict prices it (unknown knobs at their fastest, as the row loader does), with the stage
-// split advise would give a Megatron pipeline where that is faster: the recipes set their own layouts.
-advisor::Prediction recipe_prediction(const Row& r, const advisor::ModelParams& p, Layout* layout, bool* fits) {
+// The recipe's price: what the model says of the recipe's layout (step time, its terms, its memory and the GPU's).
+struct Priced {
+  double step_s = 0, mem_gib = 0, capacity_gib = 0;
+  advisor::Breakdown br;
+};
+
+// The recipe's layout priced as the tables price rows (unknown knobs at their fastest, as the row loader does), with
+// the stage split advise would give a Megatron pipeline where that is faster: the recipes set their own layouts.
+// Priced by the model directly, not through predict(): a recipe may hold a state no plan may (NeMo 1.0's Apex
+// optimizer without master weights), which predict() refuses.
+Priced recipe_prediction(const Row& r, const advisor::ModelParams& p, Layout* layout, bool* fits) {
   const calib::RowPrediction rp = calib::predict_row(r, p);
   *layout = rp.layout;
   *fits = rp.fits;
-  advisor::Prediction best = advisor::predict(r.s, *layout, p);
+  const advisor::Evaluator ev(r.s, r.fw, p);
+  auto price = [&](const Layout& l) {
+    const advisor::Evaluator::Result res = ev.evaluate(l);
+    return Priced{res.step_s, res.mem_gib, ev.capacity_gib(), res.br};
+  };
+  Priced best = price(*layout);
   // Every framework that takes a per-stage layout (Megatron, NeMo: the Megatron-Bridge recipes run as NeMo rows).
   if (advisor::traits(r.fw).stage_layout && layout->pp > 1) {
-    const Layout planned = advisor::Evaluator(r.s, r.fw, p).with_planned_stages(*layout);
+    const Layout planned = ev.with_planned_stages(*layout);
     if (planned.first_stage_layers > 0) {
-      const advisor::Prediction q = advisor::predict(r.s, planned, p);
-      if (q.step_time_s < best.step_time_s) best = q, *layout = planned;
+      const Priced q = price(planned);
+      if (q.step_s < best.step_s) best = q, *layout = planned;
     }
   }
   return best;
@@ -131,9 +145,9 @@ Check check_recipe(const Row& r, const advisor::ModelParams& p) {
   Check c;
   c.row = &r;
   const Row featured = with_recipe_features(r);
-  const advisor::Prediction rec = recipe_prediction(featured, p, &c.recipe, &c.recipe_fits);
-  c.mem_gib = rec.memory_gib_per_gpu;
-  c.capacity_gib = rec.memory_capacity_gib;
+  const Priced rec = recipe_prediction(featured, p, &c.recipe, &c.recipe_fits);
+  c.mem_gib = rec.mem_gib;
+  c.capacity_gib = rec.capacity_gib;
   advisor::Scenario free = r.s;
   free.parallel = {};
   free.training.framework = r.fw;
@@ -144,11 +158,11 @@ Check check_recipe(const Row& r, const advisor::ModelParams& p) {
   try {
     const advisor::Plan plan = advisor::advise(free, lim);
     c.advised = plan.layout;
-    c.ratio = rec.step_time_s / plan.prediction.step_time_s;
+    c.ratio = rec.step_s / plan.prediction.step_time_s;
     c.considered = 1 + int(plan.alternatives.size());
-    c.rank = 1 + (plan.prediction.step_time_s < rec.step_time_s * 0.999);
-    for (const auto& a : plan.alternatives) c.rank += a.prediction.step_time_s < rec.step_time_s * 0.999;
-    c.terms = c.ratio > kRedFlag ? gain_terms(rec.breakdown, plan.prediction.breakdown, rec.step_time_s) : "";
+    c.rank = 1 + (plan.prediction.step_time_s < rec.step_s * 0.999);
+    for (const auto& a : plan.alternatives) c.rank += a.prediction.step_time_s < rec.step_s * 0.999;
+    c.terms = c.ratio > kRedFlag ? gain_terms(rec.br, plan.prediction.breakdown, rec.step_s) : "";
   } catch (const advisor::NothingFits&) {
     c.advised_ok = false;
   }
@@ -246,7 +260,9 @@ void write_recipes(std::ostream& md, const std::vector<Row>& dense, const HeldOu
         "system, GPU count, precision): the recipe's layout as predicted (unknown knobs at their fastest; a Megatron "
         "pipeline with the stage split `advise` would plan, since the recipes set their own layouts; the memory features "
         "the recipe's source sets: its recompute modules, and for DeepSeek-V3 the precision-aware optimizer with bf16 "
-        "moments and fp32 main parameters, NVIDIA-NeMo/Megatron-Bridge `recipes/deepseek/deepseek_v3.py`), its rank among "
+        "moments and fp32 main parameters, NVIDIA-NeMo/Megatron-Bridge `recipes/deepseek/deepseek_v3.py`; NeMo 1.0's "
+        "Apex optimizer with bf16 moments and no master copy where the row ran it, `main bf16`, which no plan may "
+        "hold, data/calibration/README.md), its rank among "
         "the 31 best layouts `advise` finds on the same scenario left free, and advised/recipe, the predicted speed "
         "of the advised plan over the recipe's. *Own time* is the recipe's measured time over its own prediction "
         "(`measured / predicted - 1`, positive = the model is optimistic about the recipe itself): for the dense "

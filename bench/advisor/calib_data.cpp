@@ -228,6 +228,18 @@ void fill_training(Row& r) {
   }
 }
 
+// NeMo 1.0's Apex DistributedFusedAdam with optim.dtype bf16: bf16 moments and no master copy (the state
+// memory.cpp prices as main_params bf16). Where a row's recipe facts say so (optimizer_dtype=bf16), and for the NeMo
+// 24.07 performance summary's Nemotron-340B row: the summary's runs used NeMo-Framework-Launcher 24.07's training
+// configs, and of the summary's models only nemotron_340b.yaml sets it (launcher_scripts/conf/training/nemotron/
+// nemotron_340b.yaml lines 159-162 at tag 24.07: distributed_fused_adam, grad_sync_dtype bf16, dtype bf16).
+void apex_bf16_optimizer(Row& r) {
+  const bool nemo2407_340b = r.id.rfind("NEMO2407-", 0) == 0 && r.f["model"] == "Nemotron-340B";
+  if (recipe(r, "optimizer_dtype") != "bf16" && !nemo2407_340b) return;
+  r.l.optimizer_moments = StateDtype::Bf16;
+  r.l.main_params = StateDtype::Bf16;
+}
+
 void fill_layout(Row& r) {
   const bool legacy = r.id.rfind("NAR21", 0) == 0 || r.id.rfind("KOR22", 0) == 0;
   Layout& l = r.l;
@@ -247,6 +259,7 @@ void fill_layout(Row& r) {
                  : has(z, "zero stage 2") || has(z, "zero-2")                                             ? 2
                  : has(z, "distributed optimizer") || has(z, "zero stage 1")                              ? 1
                                                                                                           : 0;
+  apex_bf16_optimizer(r);
   const std::string rc = lower(r.f["activation_recompute"]);
   r.rc_known = !has(rc, "not given");
   if (has(rc, "full") || has(rc, "with recompute")) l.recompute = Recompute::Full;
@@ -553,12 +566,16 @@ ModelParams huber_fit(const std::vector<Row>& rows, const ModelParams& start, co
       sum += w * (e <= kDelta ? e * e : kDelta * (2 * e - kDelta));
       wsum += w;
     }
-    double reg = 0;
+    // The pull to the priors, and a wall at the bounds, on the unclamped point: a parameter the rows do not
+    // constrain must not drift past its bound, where the clamp leaves the loss flat and nothing pulls it back.
+    double reg = 0, wall = 0;
     for (size_t i = 0; i < n; ++i) {
-      const double d = std::log(x[i] / spec.prior[i]);
+      const double d = u[i] - std::log(spec.prior[i]);
       reg += (spec.pull.empty() ? 1.0 : spec.pull[i]) * d * d;
+      const double out = u[i] - std::clamp(u[i], std::log(spec.lo[i]), std::log(spec.hi[i]));
+      wall += out * out;
     }
-    return (wsum > 0 ? sum / wsum : 0) + 0.002 * reg;
+    return (wsum > 0 ? sum / wsum : 0) + 0.002 * reg + wall;
   };
   // Nelder-Mead in log space from a deterministic start simplex, restarted once from its best point (a fresh
   // simplex escapes the collapse that the max() terms' kinks cause).

@@ -75,6 +75,29 @@ TEST(MemoryFeatures, PrecisionAwareOptimizerBytesFromMegatronSource) {
   EXPECT_NEAR(memory(s, l).optimizer / plain.weights, (4.0 / 8) / 2, 1e-9);
 }
 
+// NeMo 1.0's Apex DistributedFusedAdam with optim.dtype bf16 on a bf16 model keeps no master copy (NeMo's
+// megatron_base_model.py: store_params = False when the optimizer dtype equals the model's) and bf16 m, v: 2 + 2 = 4
+// bytes a parameter over the 8-rank shard, reading the bf16 gradient buffer itself (no fp32 copy, even where the
+// copy would show). No plan may hold it: Megatron-Core's --main-params-dtype takes fp32 or fp16 only.
+TEST(MemoryFeatures, ApexBf16OptimizerKeepsOnlyItsMoments) {
+  Scenario s = on_gpus("llama3-8b", "h100-sxm5-80gb", 1, 8, 64);
+  s.model.seq_len = 8;  // almost no activations: the plain optimizer's step-only gradient copy shows
+  Layout l = dp_only(s, 1, Recompute::None);
+  const MemoryBreakdown plain = memory(s, l);
+  const double psi = plain.weights / 2;  // bf16 parameters: 2 bytes each
+  ASSERT_GT(plain.optimizer, 12 * psi / 8 + 1e-6) << "control: the plain optimizer's copy is visible here";
+  l.optimizer_moments = StateDtype::Bf16;
+  l.main_params = StateDtype::Bf16;
+  const MemoryBreakdown apex = memory(s, l);
+  EXPECT_NEAR(apex.optimizer, 4 * psi / 8, 1e-9);
+  EXPECT_DOUBLE_EQ(apex.weights, plain.weights);
+  EXPECT_DOUBLE_EQ(apex.gradients, plain.gradients);
+  for (Framework f : {Framework::Megatron, Framework::Nemo})
+    EXPECT_NE(layout_problem(s, l, f).find("main_params must be fp32 or fp16"), std::string::npos) << to_string(f);
+  l.main_params = StateDtype::Fp32;  // control: Megatron-Core's own bf16 moments are a plan
+  EXPECT_EQ(layout_problem(s, l, Framework::Megatron), "");
+}
+
 // FP8 with a scaling recipe other than delayed keeps Megatron's own fp32 masters
 // (use_precision_aware_optimizer_no_fp8_or_ds_fp8 is false): 16 -> 12 bytes a parameter in all with bf16 gradients,
 // 2 (bf16 param) + 2 (bf16 grad) + 4 (fp32 master) + 2 + 2 (bf16 m, v) against 2 + 2 + 4 + 4 + 4, plus the fp32 copy

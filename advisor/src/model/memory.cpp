@@ -81,9 +81,14 @@ double buffers_gib(const Resolved& R, const Layout& l, const StateBytes& b) {
 // (decoupled_grad: no copy) unless FP8 with a scaling recipe other than delayed keeps Megatron's own fp32 masters
 // (use_precision_aware_optimizer_no_fp8_or_ds_fp8); TE's masters with 16-bit parameters keep only the 16 bits the
 // parameter lacks (store_param_remainders, default on: an int16 tensor) or an fp16 master.
+// main_params bf16 is no Megatron-Core choice: it is NeMo 1.0's Apex DistributedFusedAdam with optim.dtype bf16 on a
+// bf16 model, which keeps no master copy (nemo/collections/nlp/models/language_modeling/megatron_base_model.py:
+// store_params = False when the optimizer dtype equals the model's) and reads the bf16 gradient buffer
+// (grad_sync_dtype bf16): only the moments, sharded. Published NeMo 1.0 runs use it; no plan does.
 OptimizerBytes mcore_optimizer_bytes(const Resolved& R, const Layout& l) {
   const double grad_copy = R.stack.grad_fp32 ? 0 : 4;
   if (!l.precision_aware_optimizer()) return {12, grad_copy};
+  if (l.main_params == StateDtype::Bf16) return {2 * state_dtype_bytes(l.optimizer_moments), 0};
   const TrainingSpec& t = R.s.training;
   const bool fp8 = t.precision == Precision::Fp8;
   const bool te_masters = l.main_params != StateDtype::Fp32 || !fp8 || t.fp8_recipe.value_or(Fp8Recipe::Delayed) ==

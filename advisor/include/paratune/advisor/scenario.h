@@ -46,6 +46,8 @@ enum class Kernel { DeepEP, HybridEP, TransformerEngine, FlashAttention3 };
 // The dtype an optimizer state is kept in: Adam's moments (exp_avg, exp_avg_sq) and the main (master) parameters
 // under Megatron-Core's precision-aware optimizer (--use-precision-aware-optimizer --exp-avg-dtype
 // --exp-avg-sq-dtype --main-params-dtype; FP8 moments are stored as uint8). Fp32 everywhere = the plain optimizer.
+// Main parameters in bf16 = no master copy at all (NeMo 1.0's Apex optimizer with optim.dtype bf16): the model prices
+// it for published runs; scenarios and plans refuse it (Megatron-Core offers fp32 and fp16 only).
 enum class StateDtype { Fp32, Bf16, Fp16, Fp8 };
 // Modules whose activations selective recompute rebuilds in the backward pass instead of keeping (Megatron-Core
 // --recompute-modules; TransformerConfig.recompute_modules): one bit each, a set is their OR. 0 = the default set
