@@ -511,6 +511,12 @@ std::vector<ExpertLayout> expert_layouts(const Scenario& s, Framework f, const S
     if (c.etp && *c.etp != etp) continue;
     for (int ep : divisors(s.model.moe_experts)) {
       if (folded % (long(ep) * etp) || (c.ep && *c.ep != ep)) continue;
+      // One expert way dispatches nothing: one layout, "alltoall" by convention, even for a framework without that
+      // dispatcher (AutoModel), whose HF MoE models run only so (its own ones too, when ep 1 is best).
+      if (ep * etp == 1 && !c.dispatcher) {
+        out.push_back({1, 1, Dispatcher::AllToAll});
+        continue;
+      }
       for (Dispatcher disp : traits(f).dispatchers) {
         if (c.dispatcher && *c.dispatcher != disp) continue;
         if (ep * etp == 1 && disp != Dispatcher::AllToAll && !c.dispatcher) continue;  // nothing to dispatch

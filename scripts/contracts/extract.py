@@ -409,7 +409,14 @@ def automodel(src):
     for rid, pat in AUTOMODEL_RULES.items():
         r = find_rule(stmts, pat)
         found[rid] = {k: r[k] for k in ("file", "line", "test", "message", "raise", "within") if k in r} if r else None
+    # The architectures AutoModel builds with its own model code (_transformers/registry.py MODEL_ARCH_MAPPING):
+    # only these take model.backend.* and, for MoE, ep_size > 1; any other goes to HF from_config.
+    custom = None
+    for node in src.tree("nemo_automodel/_transformers/registry.py").body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "MODEL_ARCH_MAPPING":
+            custom = sorted(literal(e.elts[0]) for e in node.value.args[0].elts)
     return {"format": "overrides", "config_keys": keys, "strategy_fields": strategy_fields, "rules": found,
+            "custom_architectures": {"file": "nemo_automodel/_transformers/registry.py", "names": custom},
             "cli_parser": {"file": "nemo_automodel/components/config/_arg_parser.py",
                            "forms": re.findall(r"# case (\w\)[^\n]*)", src.read(
                                "nemo_automodel/components/config/_arg_parser.py"))}}

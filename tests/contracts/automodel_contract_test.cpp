@@ -5,6 +5,7 @@
 // (pipelining/functional.py calculate_virtual_stages), the MoE mesh, the strategy's limits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <string>
@@ -239,4 +240,45 @@ TEST(AutomodelContract, StageSettingsGiveTheStagesPlanned) {
     EXPECT_EQ(stages_built(o, 61, chunks == 1), 4 * chunks) << chunks;
   }
   EXPECT_FALSE(automodel_stages(61, 4, 16).has_value()) << "64 stages of 61 layers";
+}
+
+// The MoE presets paratune calls AutoModel's own models are exactly those whose HF architecture the pinned
+// registry lists (_transformers/registry.py MODEL_ARCH_MAPPING, extracted), and every MoE preset is classified.
+TEST(AutomodelContract, CustomMoeModelsAreThoseInThePinnedRegistry) {
+  const json c = contract("automodel--v0.5.0");
+  const std::vector<std::string> names = c["custom_architectures"]["names"];
+  ASSERT_GT(names.size(), 10u);
+  const auto listed = [&](const std::string& a) { return std::find(names.begin(), names.end(), a) != names.end(); };
+  const std::vector<std::string> table = automodel_moe_presets();
+  int custom = 0, hf = 0;
+  for (const std::string& key : model_preset_keys()) {
+    if (!model_preset(key).is_moe()) continue;
+    SCOPED_TRACE(key);
+    ASSERT_NE(std::find(table.begin(), table.end(), key), table.end()) << "a MoE preset without its architecture";
+    EXPECT_EQ(automodel_custom_moe(key), listed(automodel_architecture(key)));
+    (automodel_custom_moe(key) ? custom : hf)++;
+  }
+  EXPECT_GT(custom, 0);
+  EXPECT_GT(hf, 0);
+}
+
+// A MoE model AutoModel runs through HF (Mixtral): ep > 1 refused, ep 1 planned without model.backend.*; one of
+// its own (Qwen3-MoE) keeps them.
+TEST(AutomodelContract, HfMoeModelsGetNoExpertParallelismNorBackend) {
+  Scenario mx = automodel_on("mixtral-8x7b", 2, 512);
+  Layout l;
+  l.dp = 16; l.ep = 8; l.zero_stage = 3; l.dispatcher = Dispatcher::AllGather;
+  EXPECT_NE(version_problem(mx, l, Framework::Automodel).find("ep_size > 1"), std::string::npos);
+  l.ep = 1;
+  EXPECT_EQ(version_problem(mx, l, Framework::Automodel), "");
+  // Planned at all: the search's ep 1 layouts must reach a framework without an alltoall dispatcher.
+  const Plan p = advise(mx);
+  EXPECT_EQ(p.layout.ep, 1);
+  const Overrides o = overrides(framework_args(mx, p).files.at(0).content);
+  EXPECT_EQ(o.count("model.backend.dispatcher") + o.count("model.backend.experts"), 0u);
+  Scenario q30 = automodel_on("qwen3-30b-a3b", 2, 512);
+  l.ep = 8;
+  EXPECT_EQ(version_problem(q30, l, Framework::Automodel), "") << "positive control";
+  const Overrides oq = overrides(framework_args(q30, advise(q30)).files.at(0).content);
+  EXPECT_EQ(oq.count("model.backend.dispatcher"), 1u);
 }

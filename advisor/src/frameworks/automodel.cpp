@@ -61,9 +61,11 @@ void pipeline(const PlanView& v, const std::function<void(const std::string&, co
 }
 
 // The token dispatcher and the experts' GEMMs (model.backend, BackendConfig): "torch" is the all-gather dispatcher;
-// torch._grouped_mm experts ("torch_mm") run with every dispatcher.
+// torch._grouped_mm experts ("torch_mm") run with every dispatcher. Only AutoModel's own MoE models read
+// model.backend (_transformers/model_init.py:925-929); HF's from_config would get them as unknown keyword arguments
+// (model_init.py:957-981).
 void moe(const PlanView& v, const std::function<void(const std::string&, const std::string&)>& set) {
-  if (!v.s.model.is_moe()) return;
+  if (!v.s.model.is_moe() || !automodel_custom_moe(v.s.model.name)) return;
   const char* dispatcher = v.l.dispatcher == Dispatcher::Flex
                                ? to_string(flex_backend(v.s, Framework::Automodel).value_or(Kernel::DeepEP))
                                : "torch";
@@ -88,6 +90,10 @@ void automodel(const PlanView& v, FrameworkArgs& out) {
   out.notes.push_back("automodel.args: overrides for your recipe YAML (torchrun ... -m nemo_automodel.recipes.llm."
                       "train_ft --config RECIPE.yaml \"${ARGS[@]}\"); the model (" + model + "), sequence length (" +
                       seq + "), data and optimizer stay the recipe's");
+  if (v.s.model.is_moe() && !automodel_custom_moe(v.s.model.name))
+    out.notes.push_back("automodel.args: " + model + " is not one of AutoModel 0.5.0's own MoE models "
+                        "(_transformers/registry.py), so it runs HF's implementation: no expert parallelism and no "
+                        "model.backend dispatcher or experts settings");
   if (v.l.zero_stage < 2)
     out.notes.push_back("distributed.strategy=ddp: its DDPConfig takes none of FSDP2's options (sequence_parallel, "
                         "mp_policy, reshard_after_forward, ...); drop them from the recipe's distributed section, "

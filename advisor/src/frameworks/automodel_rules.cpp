@@ -43,6 +43,15 @@ std::string pipeline_problem(const Scenario& s, const Layout& l) {
 
 std::string moe_problem(const Scenario& s, const Layout& l) {
   if (!s.model.is_moe()) return "";
+  // _transformers/capabilities.py:373-384: "Expert parallelism (ep_size=...) requires a MoE model, but ... does not
+  // inherit from MoEFSDPSyncMixin", true of every architecture outside registry.py's MODEL_ARCH_MAPPING.
+  if (l.ep > 1 && !automodel_custom_moe(s.model.name)) {
+    const std::string arch = automodel_architecture(s.model.name);
+    return "expert parallelism needs one of its own MoE models (_transformers/registry.py); " +
+           (arch.empty() ? s.model.name + " is not a preset it is known to build"
+                         : s.model.name + " (" + arch + ") runs HF's implementation") +
+           ", which refuses ep_size > 1 (capabilities.py): plan ep 1";
+  }
   // components/moe/parallelizer.py parallelize_model: "Tensor parallelism not supported for custom MoE models".
   if (l.tp > 1) return "\"Tensor parallelism not supported for custom MoE models\" (moe/parallelizer.py): plan tp 1";
   if (l.etp > 1) return "has no expert tensor parallelism (no such distributed key): plan etp 1";

@@ -230,6 +230,15 @@ def check_automodel(f, args, contracts):
         check_automodel_split(f, kv)
     else:
         expect("gradient accumulation steps", f["global_batch"] // (local * f["dp"]), accum)
+    # Only AutoModel's own models (_transformers/registry.py MODEL_ARCH_MAPPING, extracted) read model.backend
+    # (model_init.py:925-929) or take ep_size > 1 (capabilities.py:373-384); HF's from_config gets neither.
+    custom = f["hf_architecture"] in parsers.contract(contracts, "automodel--v0.5.0")["custom_architectures"]["names"]
+    backend = sorted(k for k in kv if k.startswith("model.backend."))
+    if f["moe"] and not f["hf_architecture"]:
+        raise Reject("MoE preset %s without its HF architecture" % f["preset"])
+    if (backend or f["ep"] > 1) and f["moe"] and not custom:
+        raise Reject("%s (%s) is not one of AutoModel's own models: %s, ep_size %d" %
+                     (f["preset"], f["hf_architecture"], backend, f["ep"]))
     if f["moe"] and f["ep"] > 1:
         want = {"flex": ("deepep", "hybridep"), "allgather": ("torch",)}[f["dispatcher"]]
         if kv["model.backend.dispatcher"] not in want:

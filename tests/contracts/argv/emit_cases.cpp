@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/automodel_stages.h"
 #include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/framework_versions.h"
@@ -70,6 +71,7 @@ json facts(const Scenario& s, const Plan& p, const FrameworkArgs& a) {
           {"args_text", text},
           {"layers", s.model.layers},
           {"moe", s.model.is_moe()},
+          {"hf_architecture", automodel_architecture(s.model.name)},
           {"moe_dense_layers", s.model.moe_dense_layers},
           {"mtp_layers", s.model.mtp_layers},
           {"seq_len", s.model.seq_len},
@@ -234,6 +236,9 @@ int special_cases(const fs::path& out) {
       Scenario q30 = scenario("qwen3-30b-a3b", f, v.id, 2);
       n += emit(out / ("fixed-qwen3-30b-ep8-allgather__" + tag), q30,
                 fixed(q30, 1, 1, 1, 3, Recompute::Selective, 8, 1, Dispatcher::AllGather));
+      // A MoE model AutoModel runs through HF's from_config (Mixtral: no custom implementation at the pin).
+      Scenario mx = scenario("mixtral-8x7b", f, v.id, 2);
+      n += emit(out / ("advised-mixtral-8x7b__" + tag), mx, advise(mx));
     }
     // FP8: AutoModel's is model.backend.te_fp8 of its own model code, not planned (stack_problem refuses it).
     if (f != Framework::DeepSpeed && f != Framework::Fsdp && f != Framework::Automodel) {

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace paratune::advisor {
 
@@ -22,5 +23,12 @@ int automodel_dp_shard(const Layout& l);
 
 // The distributed.pipeline settings that give pp * chunks stages, or nullopt when none does.
 std::optional<AutomodelStages> automodel_stages(int layers, int pp, int chunks);
+
+// The HF architecture of a MoE preset ("" for any other model), whether AutoModel 0.5.0 builds it with its own MoE
+// code (only then ep_size > 1 and model.backend.* work), and the MoE presets the table knows
+// (frameworks/automodel_models.cpp).
+std::string automodel_architecture(const std::string& preset);
+bool automodel_custom_moe(const std::string& preset);
+std::vector<std::string> automodel_moe_presets();
 
 }  // namespace paratune::advisor
