@@ -17,8 +17,9 @@
 //   (FSDP2 only, mesh_utils.py:69-74), CP, TP, PP; the MoE mesh folds ep_size over the non-pipeline ranks
 //   (mesh_utils.py:210-213). No ZeRO-1 and no expert TP. activation_checkpointing true (full) or "selective" (FSDP2
 //   only: recipes/_dist_utils.py:160). MoE dispatch (model.backend.dispatcher, models/common/utils.py:203): "torch"
-//   (an all-gather of the EP group's tokens and an all-reduce of the outputs, moe/experts.py:327-395: the allgather
-//   dispatcher) or DeepEP / HybridEP (flex); no NCCL all-to-all dispatcher.
+//   (GroupedExperts.forward, moe/experts.py:258-403: an all-gather of the EP group's tokens, :355, and an fp32
+//   all-reduce of the outputs, :399: the allgather dispatcher) or DeepEP / HybridEP (flex); no NCCL all-to-all
+//   dispatcher.
 // Pipeline schedules: Megatron-Core (and NeMo on it) runs 1F1B and interleaved 1F1B only
 // (megatron/core/pipeline_parallel/schedules.py at core_v0.14.0, core_v0.15.3 and the pinned main:
 // forward_backward_pipelining_without/with_interleaving); DeepSpeed's pipeline engine its own 1F1B-like

@@ -106,10 +106,17 @@ A2aPhases a2a_phases(const Resolved& R, const ModelParams& p, const Layout& l) {
     const int k = l.ep * l.etp;
     const double each = alltoall_s(R, nccl_rates(p), k * t_in * row_bytes, k, 1);
     a.dispatch_f = a.combine_b = a.combine_f = a.dispatch_b = each;
-    // NeMo AutoModel's "torch" dispatcher combines with an all-reduce of all k ranks' output rows, then keeps its
-    // own (GroupedExperts.forward, moe/experts.py at v0.5.0), forward and backward: a reduce-scatter's traffic and
-    // an all-gather's on top.
-    if (R.stack.framework == Framework::Automodel) a.combine_f = a.combine_b = 2 * each;
+    // NeMo AutoModel's "torch" dispatcher (GroupedExperts.forward, moe/experts.py at v0.5.0) all-gathers the
+    // 16-bit rows (:355), but sums the experts' outputs into an fp32 buffer (:420 loop, :490 grouped GEMMs) and
+    // all-reduces that in fp32 (:399) before casting back (:403): an all-reduce is a reduce-scatter's traffic and an
+    // all-gather's, of rows twice as wide, so 4 x each; its gradient is the same fp32 all-reduce (torch.distributed.nn
+    // _AllReduce.backward). The gather's backward is an all-reduce of the 16-bit gradient rows, not a
+    // reduce-scatter (_AllGatherConcatVarlenFn, :45-79, :77): 2 x each. The routing weights, indices and mask
+    // gathered beside the rows (:356-358: 12 bytes per top-k slot and one per token) are not priced.
+    if (R.stack.framework == Framework::Automodel) {
+      a.combine_f = a.combine_b = 4 * each;
+      a.dispatch_b = 2 * each;
+    }
     return a;
   }
   // Padded to capacity, the router itself fills every expert to its capacity with the highest-scoring tokens

@@ -154,6 +154,11 @@ double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, 
   double buf = 0.8 + 0.2 * groups;
   if (t > 1 && R.gpu.nvls && R.s.cluster.nvls) buf += 1.0;
   if (l.ep > 1 && l.dispatcher == Dispatcher::Flex) buf += 2.0;
+  // AutoModel's "torch" dispatcher sums the gathered tokens' expert outputs into an fp32 buffer of all ep ranks'
+  // rows (moe/experts.py:420 / :490 at v0.5.0) and all-reduces a copy of it (:399; torch.distributed.nn
+  // _AllReduce clones its input): two fp32 buffers of ep x tokens x hidden during the layer.
+  if (l.ep > 1 && l.dispatcher == Dispatcher::AllGather && R.stack.framework == Framework::Automodel)
+    buf += 2 * 4.0 * l.ep * tok * d.h / kGiB;
   if (l.zero_stage >= 3) buf += (2 * 2 + 4) * moe_layer_params_per_gpu(R, l) / kGiB;
   mb.buffers = buf;
   mb.reserve = 0.5 + 0.07 * (mb.activations + mb.logits) + headroom_gib;
