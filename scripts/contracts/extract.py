@@ -397,6 +397,10 @@ def automodel(src):
     recipe = src.read("nemo_automodel/recipes/llm/train_ft.py")
     for k in sorted(set(re.findall(r'cfg\.get\("(step_scheduler\.\w+)"', recipe))):
         keys.setdefault(k, {"type": "read by recipes/llm/train_ft.py"})
+    # The recipe's whole-model torch.compile section (train_ft.py: cfg.get("compile", None) -> build_compile_config).
+    if 'cfg.get("compile", None)' in recipe:
+        for k, v in dataclass_fields(src, "nemo_automodel/components/utils/compile_utils.py", "CompileConfig").items():
+            keys["compile." + k] = {"type": v["type"]}
     backend = "nemo_automodel/components/models/common/utils.py"
     for k, v in dataclass_fields(src, backend, "BackendConfig").items():
         keys["model.backend." + k] = {"type": v["type"], **({"choices": v["choices"]} if "choices" in v else {})}

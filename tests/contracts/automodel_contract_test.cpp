@@ -197,6 +197,24 @@ TEST(AutomodelContract, EveryOverrideIsAKeyWithAnAcceptedValueAndPassesTheRules)
     check_keys(c, o);
     check_rules(c, k.s, k.plan, o);
     EXPECT_EQ(o.count("model.backend.dispatcher"), k.s.model.is_moe() ? 1u : 0u);
+    // Nothing of the recipe's left in force against the price: compile both ways (FSDP2Config.enable_compile,
+    // config.py:224; the whole-model compile section, train_ft.py:788), dp_replicate_size for ddp too
+    // (mesh_utils.py:69-74), and the pipeline's schedule file and explicit layout (functional.py:690-695, :529).
+    const bool compiled = k.s.training.compile.value_or(false);
+    if (o.at("distributed.strategy") == "fsdp2") {
+      EXPECT_EQ(o.at("distributed.enable_compile"), compiled ? "true" : "false");
+    }
+    EXPECT_EQ(o.at("compile.enabled"), "false");
+    // The dtype the memory model assumed (fp32 state, 4 + 4 + 8 bytes) is said, against AutoModel's default "auto"
+    // -> bf16 (_transformers/auto_model.py:792).
+    EXPECT_NE(std::find_if(a.notes.begin(), a.notes.end(),
+                           [](const std::string& n) { return n.find("model.torch_dtype: float32") != n.npos; }),
+              a.notes.end());
+    EXPECT_EQ(o.count("distributed.dp_replicate_size"), 1u);
+    if (k.plan.layout.pp > 1) {
+      EXPECT_EQ(o.at("distributed.pipeline.pp_schedule_csv"), "None");
+      EXPECT_EQ(o.at("distributed.pipeline.module_fqns_per_model_part"), "None");
+    }
     if (k.plan.layout.ep > 1) {
       EXPECT_EQ(o.at("model.backend.dispatcher"), k.plan.layout.dispatcher == Dispatcher::Flex ? "deepep" : "torch");
     }

@@ -26,10 +26,10 @@ void parallel_sizes(const PlanView& v, const std::function<void(const std::strin
   const bool fsdp2 = l.zero_stage >= 2;
   set("distributed.strategy", fsdp2 ? "fsdp2" : "ddp");
   set("distributed.dp_size", std::to_string(l.dp));
-  if (fsdp2) {
-    const int shard = automodel_dp_shard(l);
-    set("distributed.dp_replicate_size", std::to_string(shard > 0 ? l.dp / shard : 1));
-  }
+  // Written for ddp too: a recipe's dp_replicate_size > 1 fails there ("dp_replicate_size is only supported with
+  // FSDP2Config", components/distributed/mesh_utils.py:69-74).
+  const int shard = automodel_dp_shard(l);
+  set("distributed.dp_replicate_size", std::to_string(fsdp2 && shard > 0 ? l.dp / shard : 1));
   set("distributed.tp_size", std::to_string(l.tp));
   set("distributed.cp_size", std::to_string(l.cp));
   set("distributed.pp_size", std::to_string(l.pp));
@@ -45,7 +45,11 @@ void parallel_sizes(const PlanView& v, const std::function<void(const std::strin
                    : l.recompute == Recompute::Selective ? "selective"
                                                          : "false";
   set("distributed.activation_checkpointing", ac);
-  if (fsdp2 && v.s.training.compile.value_or(false)) set("distributed.enable_compile", "true");
+  // Compile as priced, whatever the recipe says: FSDP2Config.enable_compile (per-layer, an FSDP2 field only,
+  // components/distributed/config.py:224) true or false, and the recipe's whole-model compile section off
+  // (recipes/llm/train_ft.py:788 cfg.get("compile") -> components/utils/compile_utils.py CompileConfig.enabled).
+  if (fsdp2) set("distributed.enable_compile", yes(v.s.training.compile.value_or(false)));
+  set("compile.enabled", "false");
   if (fsdp2 && l.tp > 1) set("distributed.enable_async_tensor_parallel", yes(async_tp(v)));
 }
 
@@ -58,6 +62,11 @@ void pipeline(const PlanView& v, const std::function<void(const std::string&, co
   const AutomodelStages st = automodel_stages(v.s.model.layers, l.pp, l.virtual_stages).value_or(AutomodelStages{});
   set("distributed.pipeline.layers_per_stage", st.layers_per_stage > 0 ? std::to_string(st.layers_per_stage) : "None");
   set("distributed.pipeline.round_virtual_stages_to_pp_multiple", st.round.empty() ? "None" : st.round);
+  // A recipe's schedule file or explicit stage layout would win over the schedule and split above
+  // (pipelining/functional.py:690-695 uses pp_schedule_csv before pp_schedule; :529 module_fqns_per_model_part before
+  // the even split): both None.
+  set("distributed.pipeline.pp_schedule_csv", "None");
+  set("distributed.pipeline.module_fqns_per_model_part", "None");
 }
 
 // The token dispatcher and the experts' GEMMs (model.backend, BackendConfig): "torch" is the all-gather dispatcher;
@@ -90,6 +99,12 @@ void automodel(const PlanView& v, FrameworkArgs& out) {
   out.notes.push_back("automodel.args: overrides for your recipe YAML (torchrun ... -m nemo_automodel.recipes.llm."
                       "train_ft --config RECIPE.yaml \"${ARGS[@]}\"); the model (" + model + "), sequence length (" +
                       seq + "), data and optimizer stay the recipe's");
+  // The model's dtype stays the recipe's, and AutoModel's default is not what the memory model prices.
+  out.notes.push_back("automodel.args: memory planned for fp32 parameters, gradients and AdamW moments (4 + 4 + 8 "
+                      "bytes a parameter): set model.torch_dtype: float32 in the recipe (with FSDP2's default "
+                      "mixed precision, bf16 compute and fp32 reduction: components/distributed/config.py); "
+                      "AutoModel's default torch_dtype \"auto\" keeps bf16 parameters and so bf16 moments "
+                      "(_transformers/auto_model.py), less memory than planned but no fp32 master weights");
   if (v.s.model.is_moe() && !automodel_custom_moe(v.s.model.name))
     out.notes.push_back("automodel.args: " + model + " is not one of AutoModel 0.5.0's own MoE models "
                         "(_transformers/registry.py), so it runs HF's implementation: no expert parallelism and no "
