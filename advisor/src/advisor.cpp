@@ -63,9 +63,10 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
            std::to_string(instances) + " distributed-optimizer instances (dp*cp / shard_group)";
   if (l.tp > 1 && !l.sequence_parallel && mcore)
     return "Megatron-Core MoE with tp > 1 needs sequence_parallel (the dispatcher takes the SP shards)";
-  // The others replicate the experts; with one expert way nothing is dispatched (the search's ep 1 layouts say
-  // alltoall, which AutoModel lacks).
-  if (traits(f).expert_parallel && l.ep * l.etp > 1 && !runs_dispatcher(f, l.dispatcher))
+  // The others replicate the experts; with one expert way nothing is dispatched, but only AutoModel, which lacks
+  // the alltoall dispatcher the search's ep 1 layouts name, needs the check waived there.
+  if (traits(f).expert_parallel && (l.ep * l.etp > 1 || f != Framework::Automodel) &&
+      !runs_dispatcher(f, l.dispatcher))
     return std::string(to_string(f)) + ": its expert parallelism has no " + to_string(l.dispatcher) + " dispatcher";
   if (f == Framework::Torchtitan && l.etp != 1 && l.etp != l.tp)
     return "torchtitan: expert_tensor_parallel_degree must be 1 or tensor_parallel_degree";

@@ -246,7 +246,8 @@ TEST(AutomodelContract, WhatThePinRefusesIsRefused) {
 }
 
 // AutoModel's stage count from distributed.pipeline, as calculate_virtual_stages computes it: the settings found
-// for 61 layers over pp 4 x 3 chunks (no exact layers_per_stage: ceil(61 / 6) = 11 stages, rounded up to 12).
+// for 61 layers over pp 4 x 3 chunks (no exact layers_per_stage: the first found, 5, gives ceil(61 / 5) = 13 stages,
+// rounded down to 12).
 TEST(AutomodelContract, StageSettingsGiveTheStagesPlanned) {
   Overrides o{{"distributed.pp_size", "4"}};
   for (int chunks : {1, 2, 3, 5}) {
@@ -258,6 +259,9 @@ TEST(AutomodelContract, StageSettingsGiveTheStagesPlanned) {
     EXPECT_EQ(stages_built(o, 61, chunks == 1), 4 * chunks) << chunks;
   }
   EXPECT_FALSE(automodel_stages(61, 4, 16).has_value()) << "64 stages of 61 layers";
+  const auto three = automodel_stages(61, 4, 3);
+  EXPECT_EQ(three->layers_per_stage, 5);
+  EXPECT_EQ(three->round, "down");
 }
 
 // The MoE presets paratune calls AutoModel's own models are exactly those whose HF architecture the pinned
@@ -299,4 +303,18 @@ TEST(AutomodelContract, HfMoeModelsGetNoExpertParallelismNorBackend) {
   EXPECT_EQ(version_problem(q30, l, Framework::Automodel), "") << "positive control";
   const Overrides oq = overrides(framework_args(q30, advise(q30)).files.at(0).content);
   EXPECT_EQ(oq.count("model.backend.dispatcher"), 1u);
+}
+
+// The ep 1 dispatcher waiver is AutoModel's alone (it lacks the alltoall dispatcher the search's ep 1 layouts name):
+// torchtitan, without an allgather dispatcher, still has an ep 1 allgather layout refused.
+TEST(AutomodelContract, OnlyAutomodelWaivesTheDispatcherAtOneExpertWay) {
+  Scenario q30 = automodel_on("qwen3-30b-a3b", 2, 512);
+  Layout l;
+  l.dp = 16; l.ep = 1; l.zero_stage = 3; l.dispatcher = Dispatcher::AllToAll;
+  EXPECT_EQ(layout_problem(q30, l, Framework::Automodel), "");
+  q30.training.framework = Framework::Torchtitan;
+  l.dispatcher = Dispatcher::AllGather;
+  EXPECT_NE(layout_problem(q30, l, Framework::Torchtitan).find("no allgather dispatcher"), std::string::npos);
+  l.dispatcher = Dispatcher::AllToAll;
+  EXPECT_EQ(layout_problem(q30, l, Framework::Torchtitan), "") << "control";
 }
