@@ -241,6 +241,16 @@ TEST(AutomodelContract, WhatThePinRefusesIsRefused) {
   EXPECT_NE(version_problem(s8, ddp, Framework::Automodel).find("ddp"), std::string::npos);
   ddp.zero_stage = 3;
   EXPECT_EQ(version_problem(s8, ddp, Framework::Automodel), "");
+  // Compile is FSDP2's enable_compile (config.py:224), no DDPConfig field: ddp with compile refused, FSDP2 not.
+  Layout plain;
+  plain.dp = 8; plain.zero_stage = 0;
+  EXPECT_EQ(version_problem(s8, plain, Framework::Automodel), "") << "control: ddp without compile";
+  s8.training.compile = true;
+  EXPECT_NE(version_problem(s8, plain, Framework::Automodel).find("enable_compile is an FSDP2 option"),
+            std::string::npos);
+  plain.zero_stage = 3;
+  EXPECT_EQ(version_problem(s8, plain, Framework::Automodel), "");
+  s8.training.compile = false;
   s8.training.precision = Precision::Fp8;
   EXPECT_NE(stack_problem(s8).find("te_fp8"), std::string::npos);
 }

@@ -70,6 +70,11 @@ std::string automodel_problem(const Scenario& s, const Layout& l) {
   if (l.zero_stage == 0 && (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1))
     return "data parallelism by replication (distributed.strategy ddp) \"does not support\" tensor, pipeline, "
            "context or expert parallelism (mesh_utils.py); shard it (zero_stage 2 or 3: fsdp2)";
+  // Per-layer compile is FSDP2Config.enable_compile (components/distributed/config.py:224); DDPConfig has no such
+  // field, and the plan turns the recipe's whole-model compile off: ddp would run eager where compile is priced.
+  if (l.zero_stage == 0 && s.training.compile.value_or(false))
+    return "compile with data parallelism by replication: distributed.enable_compile is an FSDP2 option only "
+           "(DDPConfig has none); zero_stage 2 or 3";
   if (l.zero_stage == 0 && l.recompute == Recompute::Selective)
     return "\"selective activation checkpointing is supported only for FSDP2 configs\": zero_stage 2 or 3";
   // mesh_utils.py: "dp_replicate_size=... must be less than dp_size ... since DDP usecase is not supported by FSDP2";
