@@ -117,13 +117,20 @@ def check_json_file(path, f, contracts):
 
 
 @functools.lru_cache(maxsize=None)
-def torchtitan_split_code(version):
-    """torchtitan's own stage-split code at the pinned commit (copied by scripts/contracts/extract_torchtitan_split.py)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchtitan_split--%s.py" % version)
-    spec = importlib.util.spec_from_file_location("torchtitan_split_" + version.replace(".", "_"), path)
+def pinned_code(name, version):
+    """A framework's own code at its pin, copied verbatim beside this file as NAME--VERSION.py by a script in
+    scripts/contracts/ (extract_torchtitan_split.py: torchtitan_split; extract_automodel_stages.py:
+    automodel_stages)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "%s--%s.py" % (name, version))
+    spec = importlib.util.spec_from_file_location(name + "_" + version.replace(".", "_"), path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def torchtitan_split_code(version):
+    """torchtitan's own stage-split code at the pinned commit."""
+    return pinned_code("torchtitan_split", version)
 
 
 def check_torchtitan_split(f, get):
@@ -184,14 +191,9 @@ def check_torchtitan(f, args, contracts):
         check_torchtitan_split(f, lambda key, default: cfg["parallelism"].get(key, default))
 
 
-@functools.lru_cache(maxsize=None)
 def automodel_stage_code(version):
-    """AutoModel's own stage count and split at the pin (copied by scripts/contracts/extract_automodel_stages.py)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "automodel_stages--%s.py" % version)
-    spec = importlib.util.spec_from_file_location("automodel_stages_" + version.replace(".", "_"), path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """AutoModel's own stage count and split at the pin."""
+    return pinned_code("automodel_stages", version)
 
 
 # torch.distributed.pipelining's single-stage schedules (PipelineScheduleSingle): one stage a rank.

@@ -136,6 +136,12 @@ Plan fixed(const Scenario& s, int tp, int pp, int vpp, int zero, Recompute r, in
   return p;
 }
 
+// A fixed layout edited after fixed() must still be one the version runs.
+void require_runnable(const Scenario& s, const Plan& p, const std::string& what) {
+  if (const std::string why = layout_problem(s, p.layout, p.framework); !why.empty())
+    throw std::runtime_error(what + " refused: " + why);
+}
+
 int special_cases(const fs::path& out) {
   int n = 0;
   for (const auto& v : framework_versions()) {
@@ -161,29 +167,25 @@ int special_cases(const fs::path& out) {
       Plan light = fixed(s13, 2, 4, 10, 1, Recompute::Selective);
       light.layout.first_stage_layers = 11;
       light.layout.last_stage_layers = 7;
-      if (const std::string why = layout_problem(s13, light.layout, f); !why.empty())
-        throw std::runtime_error("empty-chunk split refused: " + why);
+      require_runnable(s13, light, "empty-chunk split");
       n += emit(out / ("fixed-13b-pp4-vpp10-split-11-7__" + tag), s13, light);
       // ZeRO-1 sharded within each node's 4 data-parallel ranks (tp 2): 16 nodes, 32 distributed-optimizer instances.
       Scenario s8n = scenario("llama3-8b", f, v.id, 16);
       Plan scoped = fixed(s8n, 2, 1, 1, 1, Recompute::Selective);
       scoped.layout.shard_group = s8n.cluster.gpus_per_node / 2;
-      if (const std::string why = layout_problem(s8n, scoped.layout, f); !why.empty())
-        throw std::runtime_error("ZeRO-1 scope refused: " + why);
+      require_runnable(s8n, scoped, "ZeRO-1 scope");
       n += emit(out / ("fixed-8b-zero1-node-scope__" + tag), s8n, scoped);
       // The memory features: recompute by module and the precision-aware optimizer (every pinned version), CPU
       // activation offload where the version has it (Megatron main, NeMo).
       Plan mem = fixed(v3, 2, 8, 4, 1, Recompute::Selective, 64, 1, Dispatcher::Flex);
       mem.layout.recompute_modules = recompute_modules_from_string("mla_up_proj,mlp");
       mem.layout.optimizer_moments = StateDtype::Bf16;
-      if (const std::string why = layout_problem(v3, mem.layout, f); !why.empty())
-        throw std::runtime_error("memory-feature layout refused: " + why);
+      require_runnable(v3, mem, "memory-feature layout");
       n += emit(out / ("fixed-deepseek-v3-memory-features__" + tag), v3, mem);
       if (f == Framework::Nemo || v.id == "main") {
         Plan off = fixed(s8, 1, 1, 1, 1, Recompute::None);
         off.layout.offload_layers = 8;
-        if (const std::string why = layout_problem(s8, off.layout, f); !why.empty())
-          throw std::runtime_error("offload layout refused: " + why);
+        require_runnable(s8, off, "offload layout");
         n += emit(out / ("fixed-8b-cpu-offload__" + tag), s8, off);
       }
     }
@@ -227,8 +229,7 @@ int special_cases(const fs::path& out) {
       Scenario h8 = scenario("llama3-8b", f, v.id, 2);
       Plan hsdp = fixed(h8, 1, 1, 1, 2, Recompute::None);
       hsdp.layout.shard_group = 8;
-      if (const std::string why = layout_problem(h8, hsdp.layout, f); !why.empty())
-        throw std::runtime_error("HSDP layout refused: " + why);
+      require_runnable(h8, hsdp, "HSDP layout");
       n += emit(out / ("fixed-8b-zero2-hsdp__" + tag), h8, hsdp);
       Scenario v3 = scenario("deepseek-v3", f, v.id, 64);
       n += emit(out / ("fixed-deepseek-v3-ep8-deepep__" + tag), v3,
