@@ -216,6 +216,11 @@ Prediction to_prediction(const Scenario& s, const Evaluator& ev, const Evaluator
         r.mem.weights, r.mem.gradients, r.mem.optimizer, r.mem.activations, r.mem.logits, r.mem.buffers}[r.overflow_term]) +
                  " GiB) is the largest term; total " + fmt("%.1f", r.mem_gib) + " GiB > " +
                  fmt("%.1f", ev.capacity_gib()) + " GiB per GPU";
+  else if (!r.host_fits)
+    p.overflow = "the offloaded activations (" + fmt("%.1f", r.host_gib) + " GiB per GPU) exceed the " +
+                 fmt("%.1f", ev.host_capacity_gib()) + " GiB of host memory a GPU may pin (" +
+                 (s.cluster.host_memory_gib > 0 ? "[cluster] host_memory_gib" : "the reference system's, not stated") +
+                 ", less a fifth for the job's processes)";
   return p;
 }
 
@@ -457,7 +462,7 @@ bool offer_memory_features(const Scenario& s, const Evaluator& ev, Framework f, 
     Layout off = base;
     for (int n = 1; n < s.model.layers; ++n) {
       off.offload_layers = n;
-      if (!version_problem(s, off, f).empty()) break;
+      if (!version_problem(s, off, f).empty() || ev.host_offload_gib(off) > ev.host_capacity_gib()) break;
       if (ev.memory_gib(off) <= usable) {
         st.offer(best_split(s, ev, f, off, usable));
         offered = true;

@@ -267,6 +267,11 @@ const Knob kKnobs[] = {
      "GPUs sharing NVLink/NVSwitch (default: gpus_per_node for SXM/NVSwitch/MI300X, else 1)",
      [](Scenario& s, const KnobValue& v) { s.cluster.nvlink_domain = as_int(v); },
      [](const Scenario& s) { return of_int(s.cluster.nvlink_domain); }},
+    {"cluster", "host_memory_gib", KnobType::Number, 0, kInf, "GIB", surface::kToml | surface::kJson, "", 0, "",
+     "host memory per node the job may use, GiB (bounds CPU activation offload; default: the GPU's reference "
+     "system, e.g. DGX H100 2 TB for 8 GPUs, GB200 NVL72 17 TB for 72)",
+     [](Scenario& s, const KnobValue& v) { s.cluster.host_memory_gib = as_num(v); },
+     [](const Scenario& s) { return KnobValue{s.cluster.host_memory_gib}; }},
     {"cluster", "nic_count", KnobType::Int, 0, 1024, "N", surface::kToml | surface::kJson, "", 0, "",
      "compute NICs per node", [](Scenario& s, const KnobValue& v) { s.cluster.nic_count = as_int(v); },
      [](const Scenario& s) { return of_int(s.cluster.nic_count); }},

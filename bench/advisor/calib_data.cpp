@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -265,6 +266,10 @@ void fill_layout(Row& r) {
   if (has(rc, "full") || has(rc, "with recompute")) l.recompute = Recompute::Full;
   else if (has(rc, "selective")) l.recompute = Recompute::Selective;
   else l.recompute = Recompute::None;
+  // "CPU activation offloading of 40 layers (cpu_offloading_num_layers=40, ...)": the recipe's Megatron-Core
+  // cpu_offloading (data/calibration/README.md §6, recipe facts).
+  const std::string offload = "cpu activation offloading of ";
+  if (const auto at = rc.find(offload); at != std::string::npos) l.offload_layers = std::atoi(rc.c_str() + at + offload.size());
   if (r.per_layer) l.recompute = has(rc, "with recompute") ? Recompute::Full
                                  : has(rc, "selective") ? Recompute::Selective : Recompute::None;
   l.sequence_parallel = legacy ? has(rc, "sequence") : l.tp > 1 && r.stack != "nanotron";

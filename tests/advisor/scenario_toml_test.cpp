@@ -106,7 +106,7 @@ TEST(ScenarioToml, BadInputMessages) {
             "s.toml:1:1: model: missing [model] table (give preset = \"llama3-70b\" or layers/hidden/heads/vocab/seq_len)");
   EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\nkv_heads = 7\n[training]\nglobal_batch = 8\n[cluster]\ngpu = \"t4\"\n"
                      "precision = 1\n"),
-            "s.toml:8:13: cluster.precision: unknown key; valid: gpu, nodes, gpus_per_node, nvlink_domain, nic_count, "
+            "s.toml:8:13: cluster.precision: unknown key; valid: gpu, nodes, gpus_per_node, nvlink_domain, host_memory_gib, nic_count, "
             "nic_gbps, fabric, topology, nccl_topo_file, rail_aligned, nvls, socket_ifname, gpu_nic_path, cloud, "
             "gpu_spec, nic, placement, kernels");
   EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\nkv_heads = 7\n[training]\nglobal_batch = 8\n[cluster]\n"

@@ -87,6 +87,21 @@ double step_of(const Breakdown& b) {
 
 }  // namespace
 
+double Evaluator::offload_layer_bytes(const Layout& l) const {
+  if (r_.moe.on) return terms::moe_layer_activation_bytes(r_, p_, l);
+  return activation_bytes_per_layer(r_.s.model, l.micro_batch, l.tp, l.cp, l.sequence_parallel && l.tp > 1,
+                                    l.recompute, r_.stack.flash, r_.s.training.precision == Precision::Fp8,
+                                    recompute_module_set(l, false));
+}
+
+// Offload runs at pp 1 (Megatron-Core asserts it): one micro-batch's offloaded layers sit in host memory at a time.
+double Evaluator::host_offload_gib(const Layout& l) const {
+  if (l.offload_layers <= 0) return 0;
+  return std::min(l.offload_layers, r_.s.model.layers) * offload_layer_bytes(l) / double(1ull << 30);
+}
+
+double Evaluator::host_capacity_gib() const { return terms::host_capacity_gib(r_); }
+
 Layout Evaluator::with_planned_stages(Layout l) const {
   l.first_stage_layers = l.last_stage_layers = 0;
   if (l.pp < 2 || r_.stack.balanced_stages) return l;
@@ -150,20 +165,18 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
                   moe ? moe_dp_comm_exposed(r_, p_, l, lc, rc) : dp_comm_exposed(r_, p_, l, lc, rc),
                   moe ? moe_optimizer_s(r_, l) : optimizer_s(r_, l), p_.step_overhead_s);
   if (l.offload_layers > 0) {  // every micro-batch sends the offloaded layers' activations out and back
-    const double bytes = moe ? moe_layer_activation_bytes(r_, p_, l)
-                             : activation_bytes_per_layer(r_.s.model, l.micro_batch, l.tp, l.cp,
-                                                          l.sequence_parallel && l.tp > 1, l.recompute, r_.stack.flash,
-                                                          r_.s.training.precision == Precision::Fp8,
-                                                          recompute_module_set(l, false));
-    r.br.offload = m * std::min(l.offload_layers, Lmax) * offload_layer_s(r_, bytes);
+    r.br.offload = m * std::min(l.offload_layers, Lmax) *
+                   offload_layer_exposed_s(r_, offload_layer_bytes(l), r.layer_fwd_s, r.layer_bwd_s);
+    r.host_gib = host_offload_gib(l);
+    r.host_fits = r.host_gib <= host_capacity_gib();
   }
   r.step_s = step_of(r.br);
 
   if (moe) moe_step_flops(r_, l, &r.model_flops_step, &r.hw_flops_step);
   else step_flops(r_, l, &r.model_flops_step, &r.hw_flops_step);
   r.mem_gib = memory_gib(l, &r.mem);
-  r.fits = r.mem_gib <= r_.capacity_gib;
-  if (!r.fits) {
+  r.fits = r.mem_gib <= r_.capacity_gib && r.host_fits;
+  if (r.mem_gib > r_.capacity_gib) {
     const double t[6] = {r.mem.weights, r.mem.gradients, r.mem.optimizer, r.mem.activations, r.mem.logits,
                          r.mem.buffers};
     r.overflow_term = int(std::max_element(t, t + 6) - t);

@@ -1,20 +1,55 @@
 // CPU activation offload (Megatron-Core cpu_offloading, --cpu-offloading-num-layers): the activations of the first
 // offload_layers transformer layers go to host memory in the forward pass and come back for the backward pass.
 #include <algorithm>
+#include <string>
 
 #include "terms.h"
 
 namespace paratune::advisor::terms {
 
 namespace {
-// Host link per direction, GB/s (data sheets): Grace-Blackwell (GB200, GB300) and Grace-Hopper reach host memory
-// over NVLink-C2C, 900 GB/s bidirectional = 450 per direction (NVIDIA GB200 NVL72 and GH200 data sheets); the other
-// GPUs over their PCIe link (the catalog's pcie_gbps: Gen5 x16 = 64 per direction).
-double host_link_gbps(const GpuSpec& g) {
-  const bool grace = g.key == "gb200" || g.key == "gb300" || g.key.rfind("gh200", 0) == 0;
-  return grace ? 450.0 : std::max(1.0, g.pcie_gbps);
+// Host link per GPU and direction, GB/s (data sheets). NVLink-C2C carries 900 GB/s bidirectional, 450 a direction
+// (NVIDIA GH200 and GB200 NVL72 data sheets). A Grace-Hopper superchip gives it to its one GPU; a Grace-Blackwell
+// superchip (GB200, GB300) joins one Grace to two GPUs over it, and both offload at once in a data-parallel job:
+// 225 each. Other GPUs copy over their PCIe link (the catalog's pcie_gbps: Gen5 x16 = 64 per direction), which in
+// a job across nodes also carries the GPUDirect RDMA traffic of the NIC under the same PCIe switch (one NIC per GPU
+// on rail-aligned nodes): the copies get what the NIC leaves of it while the network is busy, at least a tenth. No
+// measured offload run on a PCIe-attached GPU is in the data, so this is the cautious reading.
+double host_link_gbps(const Resolved& R) {
+  const GpuSpec& g = R.gpu;
+  if (g.key.rfind("gh200", 0) == 0) return 450.0;
+  if (g.key == "gb200" || g.key == "gb300") return 225.0;
+  const double pcie = std::max(1.0, g.pcie_gbps);
+  if (R.s.cluster.nodes <= 1) return pcie;
+  return std::max(0.1 * pcie, pcie - R.node_net_gbps / std::max(1, R.G));
 }
+
+// Host memory per GPU of the system each GPU is sold in (GiB = GB / 1.0737): DGX A100 1 TB (40 GB GPUs) or 2 TB
+// (80 GB), DGX H100 / H200 / B200 / B300 2 TB, for 8 GPUs (NVIDIA DGX data sheets); GB200 / GB300 NVL72 up to
+// 17 TB LPDDR5X for 72 GPUs (NVL72 data sheets). 0: no reference system; the site states it ([cluster]
+// host_memory_gib).
+double reference_host_gib_per_gpu(const std::string& key) {
+  constexpr double kGBperGiB = double(1ull << 30) / 1e9;
+  if (key == "a100-sxm4-40gb") return 1000 / kGBperGiB / 8;
+  if (key == "a100-sxm4-80gb" || key == "h100-sxm5-80gb" || key == "h800-sxm5-80gb" || key == "h200-sxm-141gb" ||
+      key == "b200-sxm-180gb" || key == "b300-sxm-288gb")
+    return 2000 / kGBperGiB / 8;
+  if (key == "gb200" || key == "gb300") return 17000 / kGBperGiB / 72;
+  return 0;
+}
+
+// Offloaded activations are pinned host memory; the rest of the host serves the job's processes, its data loaders
+// and checkpoint staging: a fifth is left to them.
+constexpr double kPinnableHostShare = 0.8;
+
 }  // namespace
+
+double host_capacity_gib(const Resolved& R) {
+  const ClusterSpec& c = R.s.cluster;
+  const double per_gpu = c.host_memory_gib > 0 ? c.host_memory_gib / std::max(1, c.gpus_per_node)
+                                                : reference_host_gib_per_gpu(R.gpu.key);
+  return kPinnableHostShare * per_gpu;
+}
 
 double resident_layers(const Layout& l, int stage_layers) {
   if (l.offload_layers <= 0) return stage_layers;
@@ -22,11 +57,15 @@ double resident_layers(const Layout& l, int stage_layers) {
   return stage_layers - off + (off > 0 ? 1 : 0);  // one layer's buffer in flight to or from the host
 }
 
-// One layer's saved activations out (forward) and back (backward) at the link's data-sheet rate. Charged in full:
-// Megatron runs the copies on a side stream, but no measurement in the data says how much of them the layer's
-// compute hides.
-double offload_layer_s(const Resolved& R, double layer_bytes) {
-  return 2 * layer_bytes / (host_link_gbps(R.gpu) * 1e9);
+double offload_copy_s(const Resolved& R, double layer_bytes) { return layer_bytes / (host_link_gbps(R) * 1e9); }
+
+// Megatron-Core's cpu_offloading is Transformer Engine's double-buffered handler (transformer_block.py
+// get_cpu_offload_context; TE cpu_offload.py): a layer's saved activations leave on a copy stream while the next
+// layer's forward runs, and come back while the layer after it in the backward runs its backward. Only a copy
+// longer than the compute beside it delays the step; the copy engines leave the SMs to the compute.
+double offload_layer_exposed_s(const Resolved& R, double layer_bytes, double layer_fwd_s, double layer_bwd_s) {
+  const double copy = offload_copy_s(R, layer_bytes);
+  return std::max(0.0, copy - layer_fwd_s) + std::max(0.0, copy - layer_bwd_s);
 }
 
 }  // namespace paratune::advisor::terms

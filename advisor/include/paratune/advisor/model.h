@@ -161,6 +161,8 @@ class Evaluator {
     double layer_w_s = 0;                     // its weight-gradient (W) pass: what a zero-bubble schedule moves
     double emb_s = 0, head_s = 0;             // embedding (first stage) and LM head + loss (+ MTP) (last stage),
                                               // one micro-batch, forward and backward
+    double host_gib = 0;                      // CPU activation offload: activations held in host memory per GPU
+    bool host_fits = true;                    // ... within the host memory a GPU may pin (host_capacity_gib)
   };
 
   // Memory only (cheap; used to prune before timing).
@@ -193,6 +195,12 @@ class Evaluator {
   double a2a_interference(const Layout& l) const;
 
   double capacity_gib() const { return r_.capacity_gib; }
+  // CPU activation offload: one offloaded layer's saved activations (one micro-batch, bytes), what the layout keeps
+  // in host memory per GPU (GiB), and the host memory one GPU may pin for it (GiB; 0 = unknown: nothing may be
+  // offloaded).
+  double offload_layer_bytes(const Layout& l) const;
+  double host_offload_gib(const Layout& l) const;
+  double host_capacity_gib() const;
   const GpuSpec& gpu() const { return r_.gpu; }
   Framework framework() const { return r_.stack.framework; }
   const Scenario& scenario() const { return r_.s; }

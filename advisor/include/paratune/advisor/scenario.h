@@ -201,6 +201,8 @@ struct ClusterSpec {
   int nodes = 1;
   int gpus_per_node = 1;
   int nvlink_domain = 1;           // GPUs sharing NVLink/NVSwitch; 1 = PCIe only
+  double host_memory_gib = 0;      // host (CPU) memory per node the job may use; 0 = not stated (the reference
+                                   // system's, offload.cpp)
   int nic_count = 0;               // compute NICs per node
   double nic_gbps = 0;             // per NIC
   Fabric fabric = Fabric::InfiniBand;
