@@ -82,6 +82,14 @@ job::JobUser job_user(spank_t sp) {
 }
 
 // Who runs the job and what it has on this node (Slurm's items, and the GPU variables slurmstepd itself sets).
+// The job's memory on this node from slurmstepd's own record (not the environment the user controls): the host
+// memory the plan may pin for offloaded activations. Slurm's per-CPU flag bit (MEM_PER_CPU) or no limit: unknown.
+uint64_t job_memory_mb(spank_t sp) {
+  constexpr uint64_t kMemPerCpuFlag = 0x8000000000000000ull;
+  const uint64_t mb = item<uint64_t>(sp, S_JOB_ALLOC_MEM, 0);
+  return (mb & kMemPerCpuFlag) ? 0 : mb;
+}
+
 void read_identity(spank_t sp, const planner::JobEnvironment& env, unsigned step) {
   auto& s = state();
   char host[256] = {};
@@ -93,6 +101,7 @@ void read_identity(spank_t sp, const planner::JobEnvironment& env, unsigned step
   s.job.gid = s.user.gid;
   s.job.user = s.user.known ? user_name(s.user.uid) : "unknown";
   s.alloc = planner::allocation_from_env(env, step == kBatchStep);
+  s.alloc.memory_mb = job_memory_mb(sp);
   s.job.gpus_on_node = s.alloc.gpus_on_node;
 }
 

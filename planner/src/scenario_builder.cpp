@@ -163,6 +163,10 @@ advisor::ClusterSpec cluster_from_topology(const probe::Topology& topo, const Al
   c.gpu_nic_path = worst;
   c.cloud = topo.cloud;
   c.topology_nccl_file = topo.nccl_topo_file;
+  if (alloc.memory_mb > 0) {  // what the job may use of the node's host memory (bounds CPU activation offload)
+    c.host_memory_gib = static_cast<double>(alloc.memory_mb) / 1024.0;
+    notes.push_back("host memory: the job's " + std::to_string(alloc.memory_mb) + " MB per node (Slurm's allocation)");
+  }
   return c;
 }
 
@@ -236,6 +240,7 @@ advisor::Scenario cluster_over_scenario(const advisor::Scenario& given, const pr
     throw std::invalid_argument(where + ": " + e.what());
   }
   s.cluster.nodes = given.cluster.nodes;
+  s.cluster.host_memory_gib = given.cluster.host_memory_gib;  // the topology does not say what the job may use
   s.cluster.topology_file = given.cluster.topology_file;
   s.cluster.placement = given.cluster.placement;
   // What the topology does not say, the scenario's [cluster] may: an NCCL file without device ids names no GPU

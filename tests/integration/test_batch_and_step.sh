@@ -7,7 +7,7 @@ cat > "$WORK/job.sh" <<'JOB'
 env | grep -E '^(PARATUNE_|NCCL_|CUDA_DEVICE_MAX|PYTORCH_)' | sort > batch.env
 srun --gpus=8 bash -c "env | grep -E '^(PARATUNE_|NCCL_|CUDA_DEVICE_MAX|PYTORCH_)' | sort" > step.env
 JOB
-job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=llama3-8b)
+job=$(run_batch "$WORK/job.sh" --gpus=8 --mem=1500 --paratune=llama3-8b)
 echo "job $job"
 check "batch env has PARATUNE_TP" test -n "$(env_value "$WORK/batch.env" PARATUNE_TP)"
 for v in TP PP DP CP VPP MICRO_BATCH GLOBAL_BATCH GRAD_ACCUM ZERO_STAGE RECOMPUTE SEQUENCE_PARALLEL \
@@ -24,6 +24,13 @@ ga=$(env_value "$WORK/batch.env" PARATUNE_GRAD_ACCUM)
 check "global batch = dp * micro batch * grad accum" test "$gbs" -eq $((dp*mbs*ga))
 plan=$(env_value "$WORK/batch.env" PARATUNE_PLAN)
 check "plan file exists" test -s "$plan"
+# The job's memory on the node (slurmstepd's S_JOB_ALLOC_MEM) is the host memory the plan may pin; this test
+# Slurm does not make memory a consumable resource (SelectTypeParameters=CR_Core), so slurmstepd reports 0 even
+# for --mem=1500 and the plan keeps the reference system's (the planner's unit tests map a reported value).
+check "plan.json's scenario: no host memory from a Slurm that enforces none" python3 -c "
+import json; d=json.load(open('$plan')); c=d['scenario']['cluster']
+assert c['host_memory_gib'] == 0, c
+assert not any('host memory' in n for n in d['notes']), d['notes']"
 check "plan file is JSON with the same TP" python3 -c "import json,sys; p=json.load(open('$plan')); sys.exit(0 if p['plan']['layout']['tp']==$tp else 1)"
 # Apply mode injects the plan's NCCL/CUDA settings; a Megatron-FSDP plan (ZeRO-3) leaves CUDA_DEVICE_MAX_CONNECTIONS
 # unset (Megatron asserts it is not 1 there), any other plan with TP > 1 on this one-node V100 box sets it to 1.

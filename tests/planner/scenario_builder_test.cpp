@@ -25,6 +25,25 @@ TEST(ClusterFromTopology, WholeNode) {
   EXPECT_EQ(c.nics[3].gpu_path, "PIX");
 }
 
+// The job's memory on the node (Slurm's S_JOB_ALLOC_MEM, MB) is the host memory the plan may pin for offloaded
+// activations; Slurm's MB are MiB. Control: no limit, nothing stated (the reference system's applies).
+TEST(ClusterFromTopology, TheJobsMemoryIsItsHostMemory) {
+  auto topo = fixtures::dgx_a100_like();
+  Allocation alloc;
+  alloc.gpus_on_node = 8;
+  alloc.memory_mb = 1536000;
+  std::vector<std::string> notes;
+  auto c = cluster_from_topology(topo, alloc, notes);
+  EXPECT_DOUBLE_EQ(c.host_memory_gib, 1500.0);
+  bool said = false;
+  for (const auto& n : notes) said |= n.find("host memory: the job's 1536000 MB") != std::string::npos;
+  EXPECT_TRUE(said);
+  alloc.memory_mb = 0;
+  notes.clear();
+  EXPECT_DOUBLE_EQ(cluster_from_topology(topo, alloc, notes).host_memory_gib, 0.0);
+  for (const auto& n : notes) EXPECT_EQ(n.find("host memory"), std::string::npos) << n;
+}
+
 TEST(ClusterFromTopology, PartialAllocationShrinksTheNvlinkDomain) {
   auto topo = fixtures::dgx_a100_like();
   for (auto& g : topo.gpus) g.in_allocation = g.index < 4;

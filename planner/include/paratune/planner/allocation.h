@@ -1,6 +1,7 @@
 // What Slurm gave the job on this node, read from the job's environment (SPANK has no item for GPUs).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct Allocation {
   std::string job_id;             // SLURM_JOB_ID
   std::string first_node;         // the allocation's first node (torchrun's rendezvous host); set by the plugin from
                                   // the node list Slurm set, expanded with libslurm's hostlist functions
+  uint64_t memory_mb = 0;         // the job's memory on this node (S_JOB_ALLOC_MEM, MB), set by the plugin from
+                                  // slurmstepd's job record; 0 = Slurm enforces none (not known)
 };
 
 // Only variables Slurm sets (and so overwrites or removes when a user exported them) for this kind of step are read:
