@@ -208,6 +208,8 @@ Prediction to_prediction(const Scenario& s, const Evaluator& ev, const Evaluator
   p.memory = r.mem;
   p.memory_gib_per_gpu = r.mem_gib;
   p.memory_capacity_gib = ev.capacity_gib();
+  p.host_memory_gib_per_gpu = r.host_gib;
+  p.host_capacity_gib = ev.host_capacity_gib();
   p.fits = r.fits;
   p.microbatches = r.microbatches;
   p.breakdown = r.br;
@@ -425,8 +427,9 @@ std::string memory_features_note(const Scenario& s, const Layout& l, const Predi
         fmt("%.3f", p.breakdown.recompute) + " s a step)");
   if (l.offload_layers > 0)
     add("the activations of " + std::to_string(l.offload_layers) + " of " + std::to_string(s.model.layers) +
-        " layers offloaded to host memory (" + fmt("%.3f", p.breakdown.offload) +
-        " s a step over the host link at its data-sheet rate, not assumed hidden)");
+        " layers offloaded to host memory (" + fmt("%.1f", p.host_memory_gib_per_gpu) + " GiB pinned per GPU of " +
+        fmt("%.1f", p.host_capacity_gib) + " it may take; " + fmt("%.3f", p.breakdown.offload) +
+        " s a step of the copies the neighbouring layers' compute does not hide)");
   return out;
 }
 

@@ -282,6 +282,9 @@ TEST(MemoryFeatures, OffloadStaysWithinHostMemory) {
   ASSERT_GT(roomy.layout.offload_layers, 0);
   const double needed = Evaluator(q, Framework::Megatron).host_offload_gib(roomy.layout);
   EXPECT_LE(needed, 0.8 * 2048 / 8);
+  bool said = false;  // the plan says what it pins, of what it may
+  for (const auto& n : roomy.notes) said |= n.find(" GiB pinned per GPU of 204.8 it may take") != std::string::npos;
+  EXPECT_TRUE(said);
   q.cluster.host_memory_gib = needed * 8 / 0.8 * 0.5;  // half what that plan pins: it may not be planned
   try {
     const Plan tight = advise(q, lim);

@@ -82,6 +82,8 @@ struct Prediction {
   MemoryBreakdown memory;
   double memory_gib_per_gpu = 0;
   double memory_capacity_gib = 0;
+  double host_memory_gib_per_gpu = 0;  // CPU activation offload: pinned host memory per GPU, and what a GPU may pin
+  double host_capacity_gib = 0;
   bool fits = false;
   std::string overflow;             // which memory term overflowed, when !fits
   Breakdown breakdown;
