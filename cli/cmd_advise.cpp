@@ -166,7 +166,7 @@ void print_breakdown(const Prediction& p) {
   std::printf("  memory (GiB/GPU): %.1f of %.1f  [weights %.1f  grads %.1f  optimizer %.1f  activations %.1f  logits "
               "%.1f  buffers %.1f  reserve %.1f]%s\n",
               p.memory_gib_per_gpu, p.memory_capacity_gib, m.weights, m.gradients, m.optimizer, m.activations, m.logits,
-              m.buffers, m.reserve, p.fits ? "" : "  DOES NOT FIT");
+              m.buffers, m.reserve, p.memory_gib_per_gpu > p.memory_capacity_gib ? "  DOES NOT FIT" : "");
   if (!p.fits) std::printf("  overflow: %s\n", p.overflow.c_str());
 }
 

@@ -81,15 +81,16 @@ job::JobUser job_user(spank_t sp) {
   return u;
 }
 
-// Who runs the job and what it has on this node (Slurm's items, and the GPU variables slurmstepd itself sets).
 // The job's memory on this node from slurmstepd's own record (not the environment the user controls): the host
-// memory the plan may pin for offloaded activations. Slurm's per-CPU flag bit (MEM_PER_CPU) or no limit: unknown.
+// memory the plan may pin for offloaded activations; 0 where Slurm enforces none. slurmd resolves a per-CPU request
+// to the node's share before slurmstepd sees it; a value still carrying the MEM_PER_CPU bit is not trusted.
 uint64_t job_memory_mb(spank_t sp) {
   constexpr uint64_t kMemPerCpuFlag = 0x8000000000000000ull;
   const uint64_t mb = item<uint64_t>(sp, S_JOB_ALLOC_MEM, 0);
   return (mb & kMemPerCpuFlag) ? 0 : mb;
 }
 
+// Who runs the job and what it has on this node (Slurm's items, and the GPU variables slurmstepd itself sets).
 void read_identity(spank_t sp, const planner::JobEnvironment& env, unsigned step) {
   auto& s = state();
   char host[256] = {};

@@ -218,11 +218,14 @@ Prediction to_prediction(const Scenario& s, const Evaluator& ev, const Evaluator
         r.mem.weights, r.mem.gradients, r.mem.optimizer, r.mem.activations, r.mem.logits, r.mem.buffers}[r.overflow_term]) +
                  " GiB) is the largest term; total " + fmt("%.1f", r.mem_gib) + " GiB > " +
                  fmt("%.1f", ev.capacity_gib()) + " GiB per GPU";
-  else if (!r.host_fits)
-    p.overflow = "the offloaded activations (" + fmt("%.1f", r.host_gib) + " GiB per GPU) exceed the " +
-                 fmt("%.1f", ev.host_capacity_gib()) + " GiB of host memory a GPU may pin (" +
-                 (s.cluster.host_memory_gib > 0 ? "[cluster] host_memory_gib" : "the reference system's, not stated") +
-                 ", less a fifth for the job's processes)";
+  if (!r.host_fits)
+    p.overflow += std::string(p.overflow.empty() ? "" : "; ") + "the offloaded activations (" +
+                  fmt("%.1f", r.host_gib) + " GiB per GPU) exceed the " + fmt("%.1f", ev.host_capacity_gib()) +
+                  " GiB of host memory a GPU may pin (" +
+                  (s.cluster.host_memory_gib > 0 ? std::string("[cluster] host_memory_gib")
+                   : ev.host_capacity_gib() > 0 ? "the reference system's, not stated"
+                                                : "unknown for " + s.cluster.gpu + ": state [cluster] host_memory_gib") +
+                  ", less a fifth for the job's processes)";
   return p;
 }
 
@@ -262,7 +265,10 @@ int recompute_rank(Recompute r) { return r == Recompute::None ? 0 : r == Recompu
 // MoE: expert ways (ep * etp) count as model-parallel ways, and the plain all-to-all dispatcher is the simplest.
 long simplicity_key(const Layout& l) {
   const int dispatcher = l.dispatcher == Dispatcher::AllToAll ? 0 : l.dispatcher == Dispatcher::AllGather ? 1 : 2;
-  return (long(l.tp) * l.pp * l.cp * l.virtual_stages * l.ep * l.etp) * 1000000L + dispatcher * 100000L +
+  // CPU activation offload pins host memory the job may need elsewhere and rests on one measured kind of run:
+  // within the tie margin a plan without it is simpler.
+  const long offload = l.offload_layers > 0 ? 500000L : 0;
+  return (long(l.tp) * l.pp * l.cp * l.virtual_stages * l.ep * l.etp) * 1000000L + offload + dispatcher * 100000L +
          l.zero_stage * 10000L + recompute_rank(l.recompute) * 1000L + (l.shard_group > 0 ? 100 : 0) +
          (99 - std::min(99, l.micro_batch));
 }
@@ -287,6 +293,9 @@ struct SearchState {
   size_t keep = 0;
   std::vector<Ranked> best;
   long long evaluated = 0, pruned_memory = 0;
+  // A fixed offload_layers whose activations exceed the host memory a GPU may pin (the least such need, GiB).
+  long long pruned_host = 0;
+  double least_host_gib = 1e30;
   double least_mem = 1e30;
   Layout least_layout;
   Framework least_fw = Framework::Megatron;
@@ -480,6 +489,12 @@ void search_micro_batches(const Scenario& s, const Evaluator& ev, Framework f, L
                           SearchState& st) {
   for (int mb : mbs) {
     l.micro_batch = mb;
+    // Offloaded activations are pinned host memory; a larger micro-batch pins more.
+    if (const double host = ev.host_offload_gib(l); host > ev.host_capacity_gib()) {
+      ++st.pruned_host;
+      st.least_host_gib = std::min(st.least_host_gib, host);
+      return;
+    }
     const double mem = ev.memory_gib(l);
     if (mem < st.least_mem) {
       st.least_mem = mem;
@@ -653,6 +668,13 @@ std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimit
 
 // "Nothing fits": what the leanest layout needs, split into what memory and what batch divisibility stand in the way.
 std::string nothing_fits_message(const Scenario& s, const Evaluator& ev, const SearchState& st) {
+  if (st.least_mem >= 1e29 && st.pruned_host > 0)
+    return "nothing fits: the fixed offload_layers=" + std::to_string(s.parallel.offload_layers.value_or(0)) +
+           " pins at least " + fmt("%.1f", st.least_host_gib) + " GiB of host memory per GPU, and a GPU may pin " +
+           fmt("%.1f", ev.host_capacity_gib()) + " (four fifths of its share of " +
+           (s.cluster.host_memory_gib > 0 ? "[cluster] host_memory_gib, or the job's memory Slurm allocated"
+                                          : "its reference system's host memory; state [cluster] host_memory_gib") +
+           "): offload fewer layers or give the job more memory";
   if (st.least_mem >= 1e29) {  // not memory: no layout was valid to begin with
     const std::string why = no_valid_layout_reason(s, st.least_fw);
     return "nothing fits: no valid layout for these constraints: " +

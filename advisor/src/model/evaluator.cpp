@@ -165,8 +165,8 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
                   moe ? moe_dp_comm_exposed(r_, p_, l, lc, rc) : dp_comm_exposed(r_, p_, l, lc, rc),
                   moe ? moe_optimizer_s(r_, l) : optimizer_s(r_, l), p_.step_overhead_s);
   if (l.offload_layers > 0) {  // every micro-batch sends the offloaded layers' activations out and back
-    r.br.offload = m * std::min(l.offload_layers, Lmax) *
-                   offload_layer_exposed_s(r_, offload_layer_bytes(l), r.layer_fwd_s, r.layer_bwd_s);
+    r.br.offload = m * offload_exposed_s(r_, offload_layer_bytes(l), std::min(l.offload_layers, Lmax), Lmax,
+                                         r.layer_fwd_s, r.layer_bwd_s);
     r.host_gib = host_offload_gib(l);
     r.host_fits = r.host_gib <= host_capacity_gib();
   }

@@ -10,8 +10,8 @@ namespace paratune::advisor::terms {
 namespace {
 // Host link per GPU and direction, GB/s (data sheets). NVLink-C2C carries 900 GB/s bidirectional, 450 a direction
 // (NVIDIA GH200 and GB200 NVL72 data sheets). A Grace-Hopper superchip gives it to its one GPU; a Grace-Blackwell
-// superchip (GB200, GB300) joins one Grace to two GPUs over it, and both offload at once in a data-parallel job:
-// 225 each. Other GPUs copy over their PCIe link (the catalog's pcie_gbps: Gen5 x16 = 64 per direction), which in
+// superchip (GB200, GB300) joins one Grace to two GPUs over it (the data sheets give the superchip's 900, no split
+// per GPU), and both offload at once in a data-parallel job: 225 each. Other GPUs copy over their PCIe link (the catalog's pcie_gbps: Gen5 x16 = 64 per direction), which in
 // a job across nodes also carries the GPUDirect RDMA traffic of the NIC under the same PCIe switch (one NIC per GPU
 // on rail-aligned nodes): the copies get what the NIC leaves of it while the network is busy, at least a tenth. No
 // measured offload run on a PCIe-attached GPU is in the data, so this is the cautious reading.
@@ -59,13 +59,17 @@ double resident_layers(const Layout& l, int stage_layers) {
 
 double offload_copy_s(const Resolved& R, double layer_bytes) { return layer_bytes / (host_link_gbps(R) * 1e9); }
 
-// Megatron-Core's cpu_offloading is Transformer Engine's double-buffered handler (transformer_block.py
-// get_cpu_offload_context; TE cpu_offload.py): a layer's saved activations leave on a copy stream while the next
-// layer's forward runs, and come back while the layer after it in the backward runs its backward. Only a copy
-// longer than the compute beside it delays the step; the copy engines leave the SMs to the compute.
-double offload_layer_exposed_s(const Resolved& R, double layer_bytes, double layer_fwd_s, double layer_bwd_s) {
-  const double copy = offload_copy_s(R, layer_bytes);
-  return std::max(0.0, copy - layer_fwd_s) + std::max(0.0, copy - layer_bwd_s);
+// Megatron-Core's cpu_offloading is Transformer Engine's offload (transformer_block.py get_cpu_offload_context; TE
+// cpu_offload.py DefaultOffloadSynchronizer, the default since TE 2.10): layers 0..n-1 offload, each starting when
+// the next layer's forward starts, one after another on one copy stream; layer i's copy must be done before layer
+// L-n+i's forward, and its reload starts at the backward of layer L-1-n+i. With copies of c each, forward f and
+// backward b per layer, the last copy is due after L-1 forwards and the first reload needed after L-2 backwards:
+// what the compute does not hide is max(0, n c - (L-1) f) out and max(0, n c - (L-2) b) back. TE's older handler
+// (cpu_offload_v1.py, NVTE_CPU_OFFLOAD_V1=1) spreads the copies over windows of L/n layers: about the same.
+double offload_exposed_s(const Resolved& R, double layer_bytes, int offloaded, int layers, double layer_fwd_s,
+                         double layer_bwd_s) {
+  const double copies = offloaded * offload_copy_s(R, layer_bytes);
+  return std::max(0.0, copies - (layers - 1) * layer_fwd_s) + std::max(0.0, copies - (layers - 2) * layer_bwd_s);
 }
 
 }  // namespace paratune::advisor::terms

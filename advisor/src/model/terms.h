@@ -134,10 +134,11 @@ inline double optimizer_peak(double persistent, double step_only, double dynamic
 }
 // CPU activation offload (offload.cpp): the transformer layers of a stage that keep their activations on the GPU
 // (the offloaded ones leave one layer's staging buffer), the host-link time of one layer's activations one way, and
-// what of a layer's copies out (forward) and back (backward) the neighbouring layer's compute does not hide.
+// what of one micro-batch's copies out (forward) and back (backward) the stage's compute does not hide.
 double resident_layers(const Layout& l, int stage_layers);
 double offload_copy_s(const Resolved& R, double layer_bytes);
-double offload_layer_exposed_s(const Resolved& R, double layer_bytes, double layer_fwd_s, double layer_bwd_s);
+double offload_exposed_s(const Resolved& R, double layer_bytes, int offloaded, int layers, double layer_fwd_s,
+                         double layer_bwd_s);
 // The host memory one GPU may pin for offloaded activations (GiB): the node's stated host memory, else its reference
 // system's (data sheets), shared by the node's GPUs, less what the job's processes need.
 double host_capacity_gib(const Resolved& R);
