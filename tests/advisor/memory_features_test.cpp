@@ -40,6 +40,13 @@ Layout dp_only(const Scenario& s, int mb, Recompute r) {
   return l;
 }
 
+// The search tests below leave only data parallelism (and the memory features) to the search.
+void no_model_parallelism(Scenario& s) {
+  s.parallel.tp = 1;
+  s.parallel.pp = 1;
+  s.parallel.cp = 1;
+}
+
 MemoryBreakdown memory(const Scenario& s, const Layout& l) {
   MemoryBreakdown mb;
   Evaluator(s, s.training.framework).memory_gib(l, &mb);
@@ -277,9 +284,7 @@ TEST(MemoryFeatures, OffloadStaysWithinHostMemory) {
   roomier.cluster.host_memory_gib = 30 * layer / kGiB * 8 / 0.8 * 1.01;
   EXPECT_TRUE(Evaluator(roomier, Framework::Megatron).evaluate(l).fits);
 
-  q.parallel.tp = 1;
-  q.parallel.pp = 1;
-  q.parallel.cp = 1;
+  no_model_parallelism(q);
   q.parallel.recompute = Recompute::None;
   SearchLimits lim;
   lim.time_budget_s = 20;
@@ -434,9 +439,7 @@ TEST(MemoryFeatures, SearchUsesBf16MomentsOnlyWhenNothingElseFits) {
   // llama3-8b on 8 H100, dp 8, ZeRO-1, full recompute, micro-batch 1: fp32 states hold 12 / 8 bytes a parameter
   // (the step's gradient copy fits in the freed activations), bf16 moments 6 / 8 (TE's masters as remainders).
   Scenario s = on_gpus("llama3-8b", "h100-sxm5-80gb", 1, 8, 8);
-  s.parallel.tp = 1;
-  s.parallel.pp = 1;
-  s.parallel.cp = 1;
+  no_model_parallelism(s);
   s.parallel.zero_stage = 1;
   s.parallel.recompute = Recompute::Full;
   s.parallel.micro_batch = 1;
@@ -493,9 +496,7 @@ TEST(MemoryFeatures, ScenarioKeys) {
 TEST(MemoryFeatures, SearchRecomputesMoreModulesOrOffloadsWhereThatFits) {
   Scenario s = on_gpus("llama3-8b", "h100-sxm5-80gb", 1, 8, 64);
   s.training.framework_version = "main";
-  s.parallel.tp = 1;
-  s.parallel.pp = 1;
-  s.parallel.cp = 1;
+  no_model_parallelism(s);
   s.parallel.zero_stage = 1;
   s.parallel.micro_batch = 4;
   s.parallel.optimizer_moments = StateDtype::Fp32;
