@@ -194,6 +194,17 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
   return version_problem(s, l, f);  // what the framework version itself cannot run (framework_versions.h)
 }
 
+namespace {
+// Where the host memory a GPU may pin for offloaded activations comes from (four fifths of the GPU's share), for the
+// messages that refuse an offload: the site's or job's figure, the reference system's, or none known.
+std::string host_memory_source(const Scenario& s, const Evaluator& ev) {
+  const std::string share = "four fifths of its share of ";
+  if (s.cluster.host_memory_gib > 0) return share + "[cluster] host_memory_gib or the job's memory Slurm allocated";
+  if (ev.host_capacity_gib() > 0) return share + "its reference system's host memory; state [cluster] host_memory_gib";
+  return "host memory unknown for " + s.cluster.gpu + ": state [cluster] host_memory_gib";
+}
+}  // namespace
+
 Prediction to_prediction(const Scenario& s, const Evaluator& ev, const Evaluator::Result& r) {
   Prediction p;
   p.step_time_s = r.step_s;
@@ -221,11 +232,7 @@ Prediction to_prediction(const Scenario& s, const Evaluator& ev, const Evaluator
   if (!r.host_fits)
     p.overflow += std::string(p.overflow.empty() ? "" : "; ") + "the offloaded activations (" +
                   fmt("%.1f", r.host_gib) + " GiB per GPU) exceed the " + fmt("%.1f", ev.host_capacity_gib()) +
-                  " GiB of host memory a GPU may pin (" +
-                  (s.cluster.host_memory_gib > 0 ? std::string("[cluster] host_memory_gib")
-                   : ev.host_capacity_gib() > 0 ? "the reference system's, not stated"
-                                                : "unknown for " + s.cluster.gpu + ": state [cluster] host_memory_gib") +
-                  ", less a fifth for the job's processes)";
+                  " GiB of host memory a GPU may pin (" + host_memory_source(s, ev) + ")";
   return p;
 }
 
@@ -671,9 +678,7 @@ std::string nothing_fits_message(const Scenario& s, const Evaluator& ev, const S
   if (st.least_mem >= 1e29 && st.pruned_host > 0)
     return "nothing fits: the fixed offload_layers=" + std::to_string(s.parallel.offload_layers.value_or(0)) +
            " pins at least " + fmt("%.1f", st.least_host_gib) + " GiB of host memory per GPU, and a GPU may pin " +
-           fmt("%.1f", ev.host_capacity_gib()) + " (four fifths of its share of " +
-           (s.cluster.host_memory_gib > 0 ? "[cluster] host_memory_gib, or the job's memory Slurm allocated"
-                                          : "its reference system's host memory; state [cluster] host_memory_gib") +
+           fmt("%.1f", ev.host_capacity_gib()) + " (" + host_memory_source(s, ev) +
            "): offload fewer layers or give the job more memory";
   if (st.least_mem >= 1e29) {  // not memory: no layout was valid to begin with
     const std::string why = no_valid_layout_reason(s, st.least_fw);

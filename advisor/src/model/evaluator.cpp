@@ -100,8 +100,6 @@ double Evaluator::host_offload_gib(const Layout& l) const {
   return std::min(l.offload_layers, r_.s.model.layers) * offload_layer_bytes(l) / double(1ull << 30);
 }
 
-double Evaluator::host_capacity_gib() const { return terms::host_capacity_gib(r_); }
-
 Layout Evaluator::with_planned_stages(Layout l) const {
   l.first_stage_layers = l.last_stage_layers = 0;
   if (l.pp < 2 || r_.stack.balanced_stages) return l;
@@ -168,7 +166,7 @@ Evaluator::Result Evaluator::evaluate(const Layout& l) const {
     r.br.offload = m * offload_exposed_s(r_, offload_layer_bytes(l), std::min(l.offload_layers, Lmax), Lmax,
                                          r.layer_fwd_s, r.layer_bwd_s);
     r.host_gib = host_offload_gib(l);
-    r.host_fits = r.host_gib <= host_capacity_gib();
+    r.host_fits = r.host_gib <= r_.host_capacity_gib;
   }
   r.step_s = step_of(r.br);
 

@@ -4,6 +4,7 @@
 #include "paratune/advisor/model.h"
 #include "paratune/advisor/profile.h"
 #include "paratune/advisor/resolved.h"
+#include "terms.h"
 
 namespace paratune::advisor {
 
@@ -109,6 +110,7 @@ Resolved resolve(const Scenario& s, Framework f, const ModelParams& p) {
   R.capacity_gib = g.memory_gib;
   R.G = std::max(1, s.cluster.gpus_per_node);
   R.D = std::max(1, s.cluster.nvlink_domain);
+  R.host_capacity_gib = terms::host_capacity_gib(R);
   R.nvl_gbps = g.nvlink_gbps * p.nvlink_eff;
   R.pcie_gbps = std::max(1.0, g.pcie_gbps * p.pcie_eff);
   R.node_net_gbps = node_network_gbps(s.cluster, p);

@@ -200,7 +200,7 @@ class Evaluator {
   // offloaded).
   double offload_layer_bytes(const Layout& l) const;
   double host_offload_gib(const Layout& l) const;
-  double host_capacity_gib() const;
+  double host_capacity_gib() const { return r_.host_capacity_gib; }
   const GpuSpec& gpu() const { return r_.gpu; }
   Framework framework() const { return r_.stack.framework; }
   const Scenario& scenario() const { return r_.s; }

@@ -70,6 +70,7 @@ struct Resolved {
   double peak_lin = 0;     // FLOP/s for linear layers (FP8 gain applied)
   double hbm = 0;          // bytes/s achieved for streaming kernels
   double capacity_gib = 0;
+  double host_capacity_gib = 0;  // host memory one GPU may pin for offloaded activations (model/offload.cpp)
   double node_net_gbps = 0;  // achieved NIC aggregate per node, GB/s
   double nvl_gbps = 0, pcie_gbps = 0;
   int G = 1;               // GPUs per node
