@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "paratune/advisor/loss_fusion.h"
+
 namespace paratune::advisor {
 
 namespace {
@@ -51,6 +53,13 @@ void set_preset(Scenario& s, const KnobValue& v) {
     throw std::invalid_argument("unknown preset '" + key + "'; valid: " + list);
   }
   s.model = model_preset(key);
+}
+
+void set_te_version(Scenario& s, const KnobValue& v) {
+  int major = 0, minor = 0;
+  if (!parse_te_version(as_text(v), &major, &minor))
+    throw std::invalid_argument("'" + as_text(v) + "' is not a Transformer Engine version; give MAJOR.MINOR, e.g. 2.14");
+  s.cluster.te_version = as_text(v);
 }
 
 // "deepep,te" ("" = none installed: an empty list, which says more than no list).
@@ -237,6 +246,10 @@ const Knob kKnobs[] = {
      "FP8 primary weights, gathered in FP8 (with precision fp8; default off)",
      [](Scenario& s, const KnobValue& v) { s.training.fp8_param_gather = as_bool(v); },
      [](const Scenario& s) { return of(s.training.fp8_param_gather); }},
+    {"training", "cross_entropy_fusion", KnobType::Enum, 0, 0, "off|native|te", surface::kToml | surface::kJson, "", 0,
+     "", "the loss kernel (Megatron/NeMo --cross-entropy-loss-fusion; default: te where cluster te_version has it)",
+     [](Scenario& s, const KnobValue& v) { s.training.cross_entropy_fusion = loss_fusion_from_string(as_text(v)); },
+     [](const Scenario& s) { return of(s.training.cross_entropy_fusion); }},
     {"training", "moe_a2a_overlap", KnobType::Bool, 0, 0, "", surface::kToml | surface::kJson, "", 0, "",
      "MoE dispatch/combine overlapped with another micro-batch's compute (default on with EP > 1)",
      [](Scenario& s, const KnobValue& v) { s.training.moe_a2a_overlap = as_bool(v); },
@@ -316,6 +329,9 @@ const Knob kKnobs[] = {
      "one [[cluster.nic]] table per NIC, as the probe reports them (plan.json: cluster.nics)", nullptr, nullptr},
     {"cluster", "placement", KnobType::Table, 0, 0, "", surface::kToml, "", 0, "",
      "the nodes under Slurm's leaf switches: [cluster.placement]", nullptr, nullptr},
+    {"cluster", "te_version", KnobType::Text, 0, 0, "X.Y", surface::kToml | surface::kJson, "", 0, "",
+     "Transformer Engine's version on the nodes (what its fused loss keeps; absent: not stated)", set_te_version,
+     [](const Scenario& s) { return s.cluster.te_version.empty() ? KnobValue{} : of_text(s.cluster.te_version); }},
     {"cluster", "kernels", KnobType::List, 0, 0, "deepep|hybridep|te|flash3", surface::kToml, "", 0, "",
      "the optional kernels installed ([] = none; absent: not stated)", set_kernels, get_kernels},
     {"cluster.gpu_spec", "peak_tflops", KnobType::Number, 0, kInf, "X", surface::kToml | surface::kJson, "", 0, "",

@@ -138,6 +138,21 @@ PipelineSplit pipeline_split_from_string(const std::string& s) {
   if (v == "balanced" || v == "cost") return PipelineSplit::Balanced;
   throw std::invalid_argument("'" + s + "' is not a pipeline split; valid: layers, balanced");
 }
+const char* to_string(LossFusion f) {
+  switch (f) {
+    case LossFusion::Off: return "off";
+    case LossFusion::Native: return "native";
+    case LossFusion::Te: return "te";
+  }
+  return "off";
+}
+LossFusion loss_fusion_from_string(const std::string& s) {
+  const std::string v = lower(s);
+  if (v == "off" || v == "none" || v == "false") return LossFusion::Off;
+  if (v == "native") return LossFusion::Native;
+  if (v == "te" || v == "transformer_engine") return LossFusion::Te;
+  throw std::invalid_argument("'" + s + "' is not a cross-entropy fusion; valid: off, native, te");
+}
 Attention attention_from_string(const std::string& s) {
   const std::string v = lower(s);
   if (v == "flash2" || v == "fa2" || v == "flash-attn-2") return Attention::Flash2;

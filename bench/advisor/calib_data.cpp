@@ -200,6 +200,18 @@ void fill_hardware(Row& r) {
   c.nvls = (r.gen == "Hopper" || r.gen == "Blackwell") && !nvls_off;
 }
 
+// Megatron-Bridge's performance runs fuse the loss in Transformer Engine: GPTModelProvider's
+// cross_entropy_loss_fusion = True and cross_entropy_fusion_impl = "te" from the performance scripts
+// (NVIDIA-NeMo/Megatron-Bridge v0.1.0rc3 scripts/performance/configs/*/*_llm_pretrain.yaml, v0.2.0
+// scripts/performance/utils/helpers.py, v0.3.0 and v0.4.0 scripts/performance/utils/overrides.py). Every container
+// of the tables (25.09 to 26.06) predates TE 2.18 (tagged 2026-08-04), the first to keep that gradient in fp32: "2.17"
+// stands for "before 2.18", which is all the memory model reads of it.
+void megatron_bridge_loss(Row& r) {
+  if (r.id.rfind("MB-", 0) != 0 && r.id.rfind("MBRIDGE", 0) != 0) return;
+  r.s.training.cross_entropy_fusion = LossFusion::Te;
+  r.s.cluster.te_version = "2.17";
+}
+
 void fill_training(Row& r) {
   TrainingSpec& t = r.s.training;
   const bool legacy = r.id.rfind("NAR21", 0) == 0 || r.id.rfind("KOR22", 0) == 0;
@@ -221,6 +233,7 @@ void fill_training(Row& r) {
   else if (legacy) t.grad_reduce_fp32 = true;
   if (recipe(r, "fp8_param_gather") == "true" && t.precision == Precision::Fp8) t.fp8_param_gather = true;
   if (const std::string o = recipe(r, "tp_comm_overlap"); o == "on" || o == "off") t.tp_comm_overlap = o == "on";
+  megatron_bridge_loss(r);
   if (r.stack == "nanotron") {  // FlashAttention-2, no TP communication overlap, stages balanced by cost (nanotron 2025)
     t.attention = Attention::Flash2;
     t.tp_comm_overlap = false;

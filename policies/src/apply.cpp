@@ -85,6 +85,7 @@ void overlay(EffectivePolicy& p, const PolicyLayer& L) {
   take_opt(L.facts.nvls, f.nvls, o, "facts.nvls", s);
   take_opt(L.facts.leaf_oversubscription, f.leaf_oversubscription, o, "facts.leaf_oversubscription", s);
   take_opt(L.facts.kernels, f.kernels, o, "facts.kernels", s);
+  take_opt(L.facts.te_version, f.te_version, o, "facts.te_version", s);
   take_opt(L.facts.profile, f.profile, o, "facts.profile", s);
 
   EnvRules& e = p.env;
@@ -279,6 +280,12 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
                   p.where("facts.nccl_topo_file")});
     c.nccl_topo_file = *f.nccl_topo_file;
   }
+  if (f.te_version && *f.te_version != c.te_version) {
+    ch.push_back({"Transformer Engine " + *f.te_version +
+                      (c.te_version.empty() ? std::string() : " (scenario: " + c.te_version + ")"),
+                  p.where("facts.te_version")});
+    c.te_version = *f.te_version;
+  }
   if (f.nvls && *f.nvls != c.nvls) {
     ch.push_back({std::string("NVLink SHARP ") + (*f.nvls ? "usable" : "not used") + " (probe: " +
                       (c.nvls ? "usable" : "not usable") + ")",
@@ -466,6 +473,7 @@ std::string summary(const EffectivePolicy& p) {
   if (f.nvls) facts.push_back(std::string("nvls ") + (*f.nvls ? "true" : "false"));
   if (f.leaf_oversubscription) facts.push_back("leaf_oversubscription " + fmt_number(*f.leaf_oversubscription));
   if (f.kernels) facts.push_back("kernels installed [" + list_enums(*f.kernels) + "]");
+  if (f.te_version) facts.push_back("te_version " + *f.te_version);
   if (f.profile) facts.push_back("profile " + *f.profile);
   line("facts: " + (facts.empty() ? std::string("none (the probe decides)") : join(facts)));
   const EnvRules& e = p.env;

@@ -57,6 +57,11 @@ void drop_stack_settings(const EffectivePolicy& p, advisor::Scenario& s, std::ve
     ch.push_back({"TP communication overlap off (user asked tp_comm_overlap=yes)", why + ": it is Transformer Engine's"});
     t.tp_comm_overlap = false;
   }
+  if (t.cross_entropy_fusion == advisor::LossFusion::Te) {
+    ch.push_back({"Transformer Engine's fused loss not used (user asked cross_entropy_fusion=te)",
+                  why + ": it is Transformer Engine's"});
+    t.cross_entropy_fusion.reset();
+  }
 }
 
 }  // namespace

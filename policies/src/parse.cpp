@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_versions.h"
+#include "paratune/advisor/loss_fusion.h"
 #include "paratune/advisor/toml_guard.h"
 #include "paratune/policies/policy.h"
 
@@ -55,7 +56,8 @@ constexpr const char* kLimitKeys =
     "max_tp, max_pp, max_cp, max_ep, dispatchers, zero_stages, recompute, frameworks, min_micro_batch, "
     "max_micro_batch, memory_headroom_gib";
 constexpr const char* kFactKeys =
-    "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels, profile";
+    "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels, te_version, "
+    "profile";
 constexpr const char* kDispatchers = "alltoall, allgather, flex";
 constexpr const char* kKernels = "deepep, hybridep, te, flash3";
 constexpr const char* kLogKeys = "tuning_log, mode, group";
@@ -715,6 +717,16 @@ class Parser {
         }
       } else if (key == "nvls") {
         set = assign(f.nvls, get_bool(v, p));
+      } else if (key == "te_version") {
+        if (auto s = get_string(v, p, "a Transformer Engine version MAJOR.MINOR")) {
+          int major = 0, minor = 0;
+          if (advisor::parse_te_version(*s, &major, &minor)) {
+            f.te_version = *s;
+            set = true;
+          } else {
+            error(v, p, "got " + quote(*s), "a Transformer Engine version MAJOR.MINOR, e.g. \"2.14\"");
+          }
+        }
       } else if (key == "kernels") {  // [] = none installed
         set = assign(f.kernels, enum_list<advisor::Kernel>(v, p, kKernels, false, advisor::kernel_from_string));
       } else if (key == "leaf_oversubscription") {

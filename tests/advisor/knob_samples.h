@@ -24,6 +24,7 @@ inline KnobValue sample_value(const Knob& k, const advisor::Scenario& base, bool
   if (name == "cluster.gpu") return std::string("a100-sxm4-80gb");
   if (name == "training.framework_version") return std::string("core_v0.14");  // a megatron version, not the default
   if (name == "cluster.placement.nodes_per_leaf") return std::string("2,3");
+  if (name == "cluster.te_version") return std::string("2.14");  // a version, not any text
   switch (k.type) {
     case KnobType::Int: {
       const double hi = spec && k.spec_hi > 0 ? k.spec_hi : k.hi;

@@ -108,7 +108,7 @@ TEST(ScenarioToml, BadInputMessages) {
                      "precision = 1\n"),
             "s.toml:8:13: cluster.precision: unknown key; valid: gpu, nodes, gpus_per_node, nvlink_domain, host_memory_gib, nic_count, "
             "nic_gbps, fabric, topology, nccl_topo_file, rail_aligned, nvls, socket_ifname, gpu_nic_path, cloud, "
-            "gpu_spec, nic, placement, kernels");
+            "gpu_spec, nic, placement, te_version, kernels");
   EXPECT_EQ(error_of("[model]\npreset = \"llama3-8b\"\nkv_heads = 7\n[training]\nglobal_batch = 8\n[cluster]\n"
                      "gpu = \"a100-sxm4-80gb\"\n"),
             "s.toml:3:12: model.kv_heads: must divide model.heads (32); got 7");

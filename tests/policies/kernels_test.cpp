@@ -143,4 +143,26 @@ TEST(Kernels, WithoutTransformerEngine) {
   EXPECT_THROW(advisor::validate(s), std::invalid_argument) << "FP8 in Megatron-Core is Transformer Engine's";
 }
 
+
+// Transformer Engine's version (facts.te_version): checked as MAJOR.MINOR, set into the scenario, and the plan then
+// runs TE's fused loss, whose in-place gradient (TE before 2.18) shrinks the last stage's logits.
+TEST(Kernels, TeVersionIsAFactThatPlansTheFusedLoss) {
+  EXPECT_EQ(parse_error("[defaults.facts]\nte_version = \"2.x\"\n"),
+            "p.toml:2:14: defaults.facts.te_version: got \"2.x\"; valid: a Transformer Engine version MAJOR.MINOR, "
+            "e.g. \"2.14\"");
+  const EffectivePolicy p = resolve(parse_policy("[defaults.facts]\nte_version = \"2.14\"\n", "p.toml"), "batch");
+  ASSERT_TRUE(p.facts.te_version);
+  EXPECT_NE(summary(p).find("te_version 2.14"), std::string::npos) << summary(p);
+  advisor::Scenario s = mixtral(8, "llama3-70b");
+  s.training.framework = advisor::Framework::Megatron;
+  const advisor::Plan before = advisor::advise(s);
+  EXPECT_EQ(advisor::framework_args(s, before).files[0].content.find("--cross-entropy"), std::string::npos)
+      << "control: no TE version stated, Megatron's default loss";
+  const auto ch = apply_to_scenario(p, s);
+  EXPECT_EQ(s.cluster.te_version, "2.14");
+  EXPECT_TRUE(has_change(ch, "Transformer Engine 2.14 — [defaults] facts.te_version")) << all(ch);
+  const advisor::Plan plan = advisor::advise(s, search_limits(p));
+  EXPECT_NE(advisor::framework_args(s, plan).files[0].content.find("--cross-entropy-fusion-impl=te"), std::string::npos);
+}
+
 }  // namespace paratune::policies

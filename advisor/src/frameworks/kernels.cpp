@@ -5,6 +5,7 @@
 
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_versions.h"
+#include "paratune/advisor/loss_fusion.h"
 
 namespace paratune::advisor {
 
@@ -79,6 +80,8 @@ std::vector<KernelNeed> kernels_needed(const Scenario& s, const Layout& l, Frame
       out.push_back({Kernel::TransformerEngine, "TP communication overlap (--tp-comm-overlap: TE userbuffers)"});
     if (te_attention(s, f))
       out.push_back({Kernel::TransformerEngine, "fused cuDNN attention (Transformer Engine's)"});
+    if (planned_loss_fusion(s, f) == LossFusion::Te)
+      out.push_back({Kernel::TransformerEngine, "the fused loss (--cross-entropy-fusion-impl te)"});
   }
   if (s.training.attention == Attention::Flash3)
     out.push_back({Kernel::FlashAttention3, "attention = flash3 (the flash-attn 3 package)"});

@@ -1,6 +1,7 @@
 // Megatron-LM arguments (pretrain_gpt.py). Names and rules: tests/contracts/megatron--<version>.json.
 #include "adapters.h"
 #include "paratune/advisor/framework_checkpoint.h"
+#include "paratune/advisor/loss_fusion.h"
 #include "paratune/advisor/model.h"
 
 namespace paratune::advisor::frameworks {
@@ -101,6 +102,10 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
     }
   }
   if (const char* backend = attention_backend(t)) add("--attention-backend", backend);
+  if (const LossFusion loss = planned_loss_fusion(v.s, Framework::Megatron); loss != LossFusion::Off) {
+    add("--cross-entropy-loss-fusion");
+    add("--cross-entropy-fusion-impl", to_string(loss));
+  }
   // Megatron's default --transformer-impl is transformer_engine: a site without TE runs the local implementation.
   if (v.s.cluster.lacks(Kernel::TransformerEngine)) add("--transformer-impl", "local");
   megatron_moe(v, add);

@@ -1,6 +1,7 @@
 // NeMo 2 recipe overrides for NeMo-Run (`nemo llm pretrain --factory RECIPE <overrides>`): MegatronStrategy,
 // MegatronMixedPrecision, the data module and the Megatron-Core model config. Keys: tests/contracts/nemo--2.4.json.
 #include "adapters.h"
+#include "paratune/advisor/loss_fusion.h"
 
 namespace paratune::advisor::frameworks {
 
@@ -69,6 +70,13 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
                         " in your recipe (the memory plan assumes them)");
   }
   if (v.tp_overlap()) set("model.config.tp_comm_overlap", "true");
+  // Stated off: said so, since the recipe may fuse; planned or stated on: the kernel with it.
+  if (const LossFusion loss = planned_loss_fusion(v.s, Framework::Nemo); loss != LossFusion::Off) {
+    set("model.config.cross_entropy_loss_fusion", "true");
+    set("model.config.cross_entropy_fusion_impl", to_string(loss));
+  } else if (t.cross_entropy_fusion) {
+    set("model.config.cross_entropy_loss_fusion", "false");
+  }
   set("trainer.plugins.precision", t.precision == Precision::Fp16 ? "16-mixed" : "bf16-mixed");
   if (t.precision == Precision::Fp8) {
     set("trainer.plugins.fp8", "hybrid");

@@ -132,8 +132,9 @@ double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, Memor
   const double act_first =
       resident_layers(l, Lf) * a_layer * inflight_first + work + 2 * tok * d.h / (sp ? t : 1) * inflight_first;
   const double act_last = resident_layers(l, Ll) * a_layer * inflight_last + work;
-  // Logits of one micro-batch on the last stage: bf16 logits + fp32 softmax for the loss, split by t.
-  const double logits = 6 * tok * d.V / t;
+  // Logits of one micro-batch on the last stage, split by t: bf16 logits + an fp32 softmax for the loss, or only
+  // the bf16 logits where Transformer Engine's fused loss writes its gradient into them (loss_fusion.h).
+  const double logits = R.stack.loss_bytes * tok * d.V / t;
 
   const double per_param = sb.weights + sb.grads + sb.optimizer;
   const double state_first = psi_first * per_param, state_last = psi_last * per_param;

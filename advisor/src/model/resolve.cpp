@@ -1,6 +1,7 @@
 // Resolving a scenario once: catalog lookup, achieved bandwidths, the stack's switches, the model's dimensions.
 #include <algorithm>
 
+#include "paratune/advisor/loss_fusion.h"
 #include "paratune/advisor/model.h"
 #include "paratune/advisor/profile.h"
 #include "paratune/advisor/resolved.h"
@@ -69,6 +70,7 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
                   s.training.fp8_param_gather.value_or(false);
   st.overlap_param_gather = overlap_param_gather(s.training, f);
   st.balanced_stages = s.training.pipeline_split == PipelineSplit::Balanced;
+  st.loss_bytes = loss_bytes_per_logit(s, f);
   // AutoModel's async TP (enable_async_tensor_parallel) acts on compiled layers only, and its arguments set it only
   // with compile (stack_problem refuses it without).
   st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan || (f == Framework::Automodel && compiled)) &&

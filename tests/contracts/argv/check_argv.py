@@ -46,6 +46,10 @@ def check_megatron(f, ns):
             dense, layers = f["moe_dense_layers"], f["layers"]
             expect("--moe-layer-freq", ns.moe_layer_freq, [0] * dense + [1] * (layers - dense))
     expect("--use-distributed-optimizer", ns.use_distributed_optimizer, f["zero_stage"] == 1)
+    fused = bool(getattr(ns, "cross_entropy_loss_fusion", False))  # Megatron-DeepSpeed has no such flag
+    expect("--cross-entropy-loss-fusion", fused, f["loss_fusion"] != "off")
+    if f["loss_fusion"] != "off":
+        expect("--cross-entropy-fusion-impl", ns.cross_entropy_fusion_impl, f["loss_fusion"])
     instances = ns.num_distributed_optimizer_instances  # not given: argparse's default, 1 (the contract's)
     expect("--num-distributed-optimizer-instances", 1 if instances is None else instances, optimizer_instances(f))
     layout = getattr(ns, "pipeline_model_parallel_layout", None)
@@ -89,6 +93,9 @@ def check_nemo(f, kv):
     if f["moe"]:
         expect("expert_model_parallel_size", kv["trainer.strategy.expert_model_parallel_size"], f["ep"])
         expect("moe_token_dispatcher_type", kv["model.config.moe_token_dispatcher_type"], f["dispatcher"])
+    if f["loss_fusion"] != "off":
+        expect("model.config.cross_entropy_loss_fusion", kv["model.config.cross_entropy_loss_fusion"], True)
+        expect("model.config.cross_entropy_fusion_impl", kv["model.config.cross_entropy_fusion_impl"], f["loss_fusion"])
     expect("trainer.strategy.num_distributed_optimizer_instances",
            kv.get("trainer.strategy.num_distributed_optimizer_instances", 1), optimizer_instances(f))
     layout = kv.get("trainer.strategy.pipeline_model_parallel_layout")

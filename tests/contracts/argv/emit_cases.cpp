@@ -23,6 +23,7 @@
 #include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/framework_versions.h"
+#include "paratune/advisor/loss_fusion.h"
 
 using namespace paratune::advisor;
 using nlohmann::json;
@@ -83,6 +84,7 @@ json facts(const Scenario& s, const Plan& p, const FrameworkArgs& a) {
           {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"shard_group", l.shard_group},
           {"ep", l.ep}, {"etp", l.etp},
           {"dispatcher", to_string(l.dispatcher)},
+          {"loss_fusion", to_string(planned_loss_fusion(s, p.framework))},
           {"master", kLaunch.master_addr + ":" + kLaunch.master_port},
           {"job_id", kLaunch.job_id}};
 }
@@ -182,6 +184,10 @@ int special_cases(const fs::path& out) {
       mem.layout.optimizer_moments = StateDtype::Bf16;
       require_runnable(v3, mem, "memory-feature layout");
       n += emit(out / ("fixed-deepseek-v3-memory-features__" + tag), v3, mem);
+      // Transformer Engine's fused loss, planned where the site states a TE that has it (loss_fusion.h).
+      Scenario te = scenario("llama3-8b", f, v.id, 1);
+      te.cluster.te_version = "2.14";
+      n += emit(out / ("advised-8b-te-loss__" + tag), te, advise(te));
       if (f == Framework::Nemo || v.id == "main") {
         Plan off = fixed(s8, 1, 1, 1, 1, Recompute::None);
         off.layout.offload_layers = 8;

@@ -25,6 +25,7 @@ struct StackProfile {
   bool fp8_params = false;    // FP8 primary weights, gathered in FP8 (Megatron-Core with fp8_param_gather)
   bool overlap_param_gather = true;  // ZeRO-1/2 parameter all-gather hidden behind the next forward
   bool balanced_stages = false;  // pipeline stages balanced by compute cost (PipelineSplit::Balanced)
+  double loss_bytes = 6;      // per token and vocabulary entry at the loss (loss_fusion.h)
   double grad_bytes() const { return grad_fp32 ? 4 : 2; }
   double gather_bytes() const { return fp8_params ? 1 : 2; }  // per parameter in a parameter all-gather
 };

@@ -26,6 +26,10 @@ enum class Fp8Recipe { Delayed, Tensorwise, Rowwise, Blockwise, Mxfp8 };
 // torchtitan; the embedding on the first stage and the LM head on the last on top), or balanced by compute cost
 // with the LM head counted as a block (nanotron's build_model: greedy over cumulative block costs).
 enum class PipelineSplit { Layers, Balanced };
+// How the language-model loss is computed: PyTorch/Megatron's unfused vocabulary-parallel cross entropy, Megatron's
+// own fused kernel (--cross-entropy-fusion-impl native), or Transformer Engine's (te; TE >= 2.2), which before TE
+// 2.18 writes the loss's gradient into the bf16 logits instead of keeping an fp32 softmax (docs/model.md §3).
+enum class LossFusion { Off, Native, Te };
 enum class Fabric { InfiniBand, RoCE, Efa, Slingshot, OmniPath, Ethernet };
 // Mixture of experts. The router's load balancing: an auxiliary loss (Switch/GShard, Mixtral, Qwen3, gpt-oss), or
 // aux-loss-free expert bias (DeepSeek-V3's sigmoid gate with a per-expert bias).
@@ -71,6 +75,8 @@ Attention attention_from_string(const std::string& s);
 Fp8Recipe fp8_recipe_from_string(const std::string& s);
 const char* to_string(PipelineSplit p);
 PipelineSplit pipeline_split_from_string(const std::string& s);
+const char* to_string(LossFusion f);
+LossFusion loss_fusion_from_string(const std::string& s);
 const char* to_string(Recompute r);
 const char* to_string(Fabric f);
 const char* to_string(MoeRouter r);
@@ -166,6 +172,9 @@ struct TrainingSpec {
                                              // false for DeepSpeed (its only way), true for the others
   std::optional<bool> fp8_param_gather;  // FP8 primary weights, gathered in FP8 (Megatron --fp8-param-gather,
                                          // NeMo fp8_params); default off
+  std::optional<LossFusion> cross_entropy_fusion;  // Megatron/NeMo --cross-entropy-loss-fusion and its impl; unset =
+                                                   // Transformer Engine's where the site states a TE version that
+                                                   // has it, else the framework's default
   // Mixture of experts (unset = the framework's default):
   std::optional<bool> moe_a2a_overlap;    // dispatch/combine overlapped with another micro-batch's compute
                                           // (Megatron --overlap-moe-expert-parallel-comm); default on with EP > 1
@@ -223,6 +232,7 @@ struct ClusterSpec {
   bool nvls = false;               // NVLink SHARP available and healthy (NVSwitch gen3+, Fabric Manager up)
   std::string socket_ifname;       // bootstrap/socket interface for NCCL_SOCKET_IFNAME, when known
   std::string nccl_version;        // when known ("2.21.5")
+  std::string te_version;          // Transformer Engine's, when known ("2.14"; site policy / scenario fact)
   // Where the job's nodes sit under the leaf switches (from Slurm's topology; TOML [cluster.placement]); unset =
   // not known, every node pair gets the NICs' full bandwidth.
   std::optional<Placement> placement;

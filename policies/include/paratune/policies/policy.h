@@ -89,6 +89,9 @@ struct Facts {
   // The optional kernels installed on the partition's nodes (DeepEP, HybridEP, Transformer Engine,
   // FlashAttention-3); unset: not stated, nothing is assumed missing. A plan never uses one the list lacks.
   std::optional<std::vector<advisor::Kernel>> kernels;
+  // Transformer Engine's version on the nodes ("2.14"): whether its fused loss keeps an fp32 gradient (loss_fusion.h);
+  // unset: not stated, the loss is planned as the framework's default.
+  std::optional<std::string> te_version;
   // The partition's hardware profile (`paratune measure` output; absolute path on the compute nodes): replaces the
   // plugin's profile= for the partition's jobs, used on nodes of its fingerprint only.
   std::optional<std::string> profile;
