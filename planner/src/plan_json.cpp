@@ -46,6 +46,10 @@ json to_json(const advisor::Prediction& p) {
             {"breakdown", json::object()}};
   for (const auto& t : advisor::kBreakdownTerms)  // the MoE and offload terms only where they are priced
     if (advisor::shown(b, t)) j["breakdown"][t.name] = b.*t.field;
+  if (p.host_memory_gib_per_gpu > 0) {  // CPU activation offload: the pinned host memory, and what a GPU may pin
+    j["host_memory_gib_per_gpu"] = p.host_memory_gib_per_gpu;
+    j["host_capacity_gib"] = p.host_capacity_gib;
+  }
   if (!p.fits) j["overflow"] = p.overflow;
   return j;
 }

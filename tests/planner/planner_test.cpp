@@ -148,3 +148,17 @@ TEST(Planner, PlanJobCarriesTheEnvironmentForItsDirectory) {
   EXPECT_TRUE(names_plan);
   EXPECT_EQ(placed.files, unplaced.files);  // byte for byte, whichever directory they go to
 }
+
+// plan.json shows the host memory a plan pins for CPU activation offload beside what a GPU may pin, and says
+// nothing of host memory for a plan that offloads nothing.
+TEST(Planner, PlanJsonCarriesTheOffloadsHostMemory) {
+  advisor::Prediction offloading;
+  offloading.host_memory_gib_per_gpu = 12.5;
+  offloading.host_capacity_gib = 190.0;
+  const auto j = paratune::planner::to_json(offloading);
+  EXPECT_EQ(j.at("host_memory_gib_per_gpu").get<double>(), 12.5);
+  EXPECT_EQ(j.at("host_capacity_gib").get<double>(), 190.0);
+  const auto none = paratune::planner::to_json(advisor::Prediction{});
+  EXPECT_FALSE(none.contains("host_memory_gib_per_gpu"));
+  EXPECT_TRUE(none.contains("memory_gib_per_gpu")) << "control: the GPU's memory is always there";
+}
