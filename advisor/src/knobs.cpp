@@ -247,7 +247,7 @@ const Knob kKnobs[] = {
      [](Scenario& s, const KnobValue& v) { s.training.fp8_param_gather = as_bool(v); },
      [](const Scenario& s) { return of(s.training.fp8_param_gather); }},
     {"training", "cross_entropy_fusion", KnobType::Enum, 0, 0, "off|native|te", surface::kToml | surface::kJson, "", 0,
-     "", "the loss kernel (Megatron/NeMo --cross-entropy-loss-fusion; default: te where cluster te_version has it)",
+     "", "the loss kernel (Megatron/NeMo --cross-entropy-loss-fusion; default: the framework's own)",
      [](Scenario& s, const KnobValue& v) { s.training.cross_entropy_fusion = loss_fusion_from_string(as_text(v)); },
      [](const Scenario& s) { return of(s.training.cross_entropy_fusion); }},
     {"training", "moe_a2a_overlap", KnobType::Bool, 0, 0, "", surface::kToml | surface::kJson, "", 0, "",

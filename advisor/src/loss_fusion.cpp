@@ -1,13 +1,23 @@
 // Which cross-entropy kernel a plan runs and the memory it keeps (loss_fusion.h).
 #include "paratune/advisor/loss_fusion.h"
 
-#include <cstdio>
+#include <cctype>
 
 namespace paratune::advisor {
 
 namespace {
 
 bool megatron_core(Framework f) { return f == Framework::Megatron || f == Framework::Nemo; }
+
+// Digits from text[*at] on, as a number; false when there are none (or too many to be a version part).
+bool number(const std::string& text, size_t* at, int* out) {
+  const size_t from = *at;
+  int v = 0;
+  while (*at < text.size() && std::isdigit(static_cast<unsigned char>(text[*at])) && *at - from < 6)
+    v = v * 10 + (text[(*at)++] - '0');
+  *out = v;
+  return *at > from && (*at == text.size() || !std::isdigit(static_cast<unsigned char>(text[*at])));
+}
 
 // TE version ordering as (major, minor); an unknown version compares as "not at least".
 bool te_at_least(const std::string& version, int major, int minor) {
@@ -19,19 +29,22 @@ bool te_at_least(const std::string& version, int major, int minor) {
 }  // namespace
 
 bool parse_te_version(const std::string& text, int* major, int* minor) {
-  if (text.empty() || text[0] < '0' || text[0] > '9') return false;  // sscanf's %d would skip spaces and signs
-  int ma = -1, mi = -1, patch = 0, used = 0;
-  const int n = std::sscanf(text.c_str(), "%d.%d%n.%d%n", &ma, &mi, &used, &patch, &used);
-  if (n < 2 || ma < 0 || mi < 0 || size_t(used) != text.size()) return false;
+  size_t at = 0;
+  int ma = 0, mi = 0, patch = 0;
+  if (!number(text, &at, &ma) || at >= text.size() || text[at++] != '.' || !number(text, &at, &mi)) return false;
+  if (at < text.size() && text[at] == '.') {  // the patch number
+    ++at;
+    if (!number(text, &at, &patch)) return false;
+  }
+  // A local version label (PEP 440 "+..."), nothing else, may follow.
+  if (at < text.size() && (text[at] != '+' || at + 1 == text.size())) return false;
   *major = ma;
   *minor = mi;
   return true;
 }
 
-LossFusion planned_loss_fusion(const Scenario& s, Framework f) {
-  if (s.training.cross_entropy_fusion) return *s.training.cross_entropy_fusion;
-  const bool te_here = !s.cluster.lacks(Kernel::TransformerEngine) && te_at_least(s.cluster.te_version, 2, 2);
-  return megatron_core(f) && te_here ? LossFusion::Te : LossFusion::Off;
+LossFusion planned_loss_fusion(const Scenario& s, Framework /*f*/) {
+  return s.training.cross_entropy_fusion.value_or(LossFusion::Off);
 }
 
 double loss_bytes_per_logit(const Scenario& s, Framework f) {
@@ -40,13 +53,16 @@ double loss_bytes_per_logit(const Scenario& s, Framework f) {
   return in_place ? 2 : 6;
 }
 
-std::string loss_fusion_problem(const Scenario& s, Framework f) {
+std::string loss_fusion_problem(const Scenario& s, Framework f, const std::string& version) {
   const auto stated = s.training.cross_entropy_fusion;
   if (!stated || *stated == LossFusion::Off) return "";
   if (!megatron_core(f))
     return "cross_entropy_fusion is Megatron-Core's --cross-entropy-loss-fusion (megatron, nemo); this framework "
            "computes its loss with PyTorch's cross entropy: give cross_entropy_fusion=off";
   if (*stated != LossFusion::Te) return "";
+  if (f == Framework::Megatron && version == "main")  // arguments.py: assert not (... impl == 'te')
+    return "Megatron-LM main refuses it (\"Transformer Engine cross entropy loss fusion is disabled due to "
+           "stability issues\"): give cross_entropy_fusion=native";
   if (s.cluster.lacks(Kernel::TransformerEngine))
     return "cross_entropy_fusion=te needs Transformer Engine, which the site says is not installed (facts.kernels); "
            "give cross_entropy_fusion=native";

@@ -200,18 +200,6 @@ void fill_hardware(Row& r) {
   c.nvls = (r.gen == "Hopper" || r.gen == "Blackwell") && !nvls_off;
 }
 
-// Megatron-Bridge's performance runs fuse the loss in Transformer Engine: GPTModelProvider's
-// cross_entropy_loss_fusion = True and cross_entropy_fusion_impl = "te" from the performance scripts
-// (NVIDIA-NeMo/Megatron-Bridge v0.1.0rc3 scripts/performance/configs/*/*_llm_pretrain.yaml, v0.2.0
-// scripts/performance/utils/helpers.py, v0.3.0 and v0.4.0 scripts/performance/utils/overrides.py). Every container
-// of the tables (25.09 to 26.06) predates TE 2.18 (tagged 2026-08-04), the first to keep that gradient in fp32: "2.17"
-// stands for "before 2.18", which is all the memory model reads of it.
-void megatron_bridge_loss(Row& r) {
-  if (r.id.rfind("MB-", 0) != 0 && r.id.rfind("MBRIDGE", 0) != 0) return;
-  r.s.training.cross_entropy_fusion = LossFusion::Te;
-  r.s.cluster.te_version = "2.17";
-}
-
 void fill_training(Row& r) {
   TrainingSpec& t = r.s.training;
   const bool legacy = r.id.rfind("NAR21", 0) == 0 || r.id.rfind("KOR22", 0) == 0;
@@ -620,6 +608,21 @@ ModelParams fit_where(const std::vector<Row>& rows, const ModelParams& start,
                       const std::function<bool(const Row&)>& use_row, double* final_loss) {
   // A start outside the bounds (the neutral 1.0 / 0 of an unfitted stack term) starts from the prior instead.
   return huber_fit(rows, start, {fit_spec(), apply_params, extract(start), 2500}, use_row, final_loss);
+}
+
+// Megatron-Bridge's performance runs fuse the loss in Transformer Engine: GPTModelProvider's
+// cross_entropy_loss_fusion = True and cross_entropy_fusion_impl = "te" from the performance scripts
+// (NVIDIA-NeMo/Megatron-Bridge v0.1.0rc3 scripts/performance/configs/*/*_llm_pretrain.yaml, v0.2.0
+// scripts/performance/utils/helpers.py, v0.3.0 and v0.4.0 scripts/performance/utils/overrides.py). The containers
+// before 26.08 predate TE 2.18 (tagged 2026-08-04), the first to keep that gradient in fp32 (inferred from the
+// dates): "2.17" stands for "before 2.18", all the memory model reads of it; 26.08's TE is not known.
+void megatron_bridge_loss(Row& r) {
+  const bool mb = r.id.rfind("MB-", 0) == 0, mbridge = r.id.rfind("MBRIDGE-", 0) == 0;
+  if (!mb && !mbridge) return;
+  const size_t from = mb ? 3 : 8;
+  const std::string release = r.id.substr(from, r.id.find('-', from) - from);  // "26.04.01"
+  r.s.training.cross_entropy_fusion = LossFusion::Te;
+  if (release < "26.08") r.s.cluster.te_version = "2.17";
 }
 
 }  // namespace paratune::calib

@@ -78,6 +78,9 @@ ModelParams fit(const std::vector<Row>& rows, const ModelParams& start, const st
                 double* final_loss);
 
 std::string source_of(const std::string& row_id);
+// The loss kernel of a Megatron-Bridge row (MB-*, MBRIDGE-*): Transformer Engine's, before TE 2.18 where the
+// container predates it (calib_data.cpp).
+void megatron_bridge_loss(Row& r);
 
 // Helpers shared with the MoE rows (moe_data.cpp).
 std::vector<std::vector<std::string>> parse_csv(const std::string& text);

@@ -74,6 +74,7 @@ void fill_training(Row& r, bool mlperf) {
   // The recipes' overlap_moe_expert_parallel_comm (MLPerf: "EP a2a overlap"): off where the recipe fact in the
   // dispatcher cell says so (Megatron-Bridge perf configs, data/calibration/README.md §7), else assumed on.
   t.moe_a2a_overlap = !has(lower(r.f["token_dispatcher"]), "a2a overlap off");
+  if (!mlperf) megatron_bridge_loss(r);
 }
 
 void fill_layout(Row& r, bool mlperf) {

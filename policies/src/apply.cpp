@@ -7,6 +7,7 @@
 
 #include "internal.h"
 #include "paratune/advisor/framework_versions.h"
+#include "paratune/advisor/loss_fusion.h"
 #include "paratune/policies/policy.h"
 
 namespace paratune::policies {
@@ -231,6 +232,19 @@ void apply_framework_versions(const EffectivePolicy& p, advisor::Scenario& s, st
                 "site default " + p.where("framework_version." + name) + " = \"" + it->second + "\""});
 }
 
+// A user's cross_entropy_fusion=te where the site's Transformer Engine predates the kernel (TE 2.2): back to the
+// framework's own loss, with a change saying why, instead of a refused plan.
+void drop_old_te_loss(const EffectivePolicy& p, advisor::Scenario& s, std::vector<PolicyChange>& ch) {
+  int major = 0, minor = 0;
+  if (s.training.cross_entropy_fusion != advisor::LossFusion::Te || !p.facts.te_version ||
+      !advisor::parse_te_version(*p.facts.te_version, &major, &minor) || major > 2 || (major == 2 && minor >= 2))
+    return;
+  ch.push_back({"Transformer Engine's fused loss not used (user asked cross_entropy_fusion=te)",
+                p.where("facts.te_version") + " = \"" + *p.facts.te_version +
+                    "\": parallel_cross_entropy is in TE 2.2 and later"});
+  s.training.cross_entropy_fusion.reset();
+}
+
 }  // namespace
 
 std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::Scenario& s) {
@@ -286,6 +300,7 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
                   p.where("facts.te_version")});
     c.te_version = *f.te_version;
   }
+  drop_old_te_loss(p, s, ch);
   if (f.nvls && *f.nvls != c.nvls) {
     ch.push_back({std::string("NVLink SHARP ") + (*f.nvls ? "usable" : "not used") + " (probe: " +
                       (c.nvls ? "usable" : "not usable") + ")",

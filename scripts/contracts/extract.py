@@ -58,6 +58,8 @@ MEGATRON_RULES = {
     "tp_comm_overlap_needs_sequence_parallel": r"args\.sequence_parallel\s*==\s*True.*communication/GEMM overlap",
     "layers_divisible_by_pipeline": r"num_layers\s*%\s*args\.transformer_pipeline_model_parallel_size\s*==\s*0",
     "one_virtual_pipeline_option": r"No more than one of the following arguments",
+    # Megatron-LM #5115 (2026-06-03): TE's fused cross entropy refused "due to stability issues".
+    "te_cross_entropy_rejected": r"cross_entropy_fusion_impl\s*==\s*'te'.*cross entropy loss fusion is disabled",
     # Mixture of experts: Megatron-Core's TransformerConfig asserts for --overlap-moe-expert-parallel-comm.
     "moe_a2a_overlap_needs_ep": r"expert_model_parallel_size\s*>\s*1.*only supported with expert model parallelism",
     "moe_a2a_overlap_needs_alltoall_or_flex": r"moe_token_dispatcher_type in \[.*'alltoall'.*'flex'",

@@ -1,8 +1,10 @@
 // The loss kernel (loss_fusion.h): Transformer Engine's fused cross entropy before TE 2.18 keeps only the bf16
 // logits (its gradient written into them: transformer_engine/pytorch/triton/cross_entropy.py before PR #3193), TE
-// 2.18 keeps an fp32 gradient beside them, the unfused loss an fp32 softmax. Arguments: tests/contracts/
-// megatron--*.json (--cross-entropy-loss-fusion, --cross-entropy-fusion-impl choices native|te) and nemo--2.4.json
-// (model.config.cross_entropy_loss_fusion / cross_entropy_fusion_impl).
+// 2.18 keeps an fp32 gradient beside them, the unfused loss an fp32 softmax. A stated fact, never a default:
+// Megatron-LM main refuses TE's kernel (arguments.py, rule te_cross_entropy_rejected in
+// tests/contracts/megatron--main.json). Arguments: tests/contracts/megatron--*.json (--cross-entropy-loss-fusion,
+// --cross-entropy-fusion-impl choices native|te) and nemo--2.4.json (model.config.cross_entropy_loss_fusion /
+// cross_entropy_fusion_impl).
 #include <gtest/gtest.h>
 
 #include "dgx_h100.h"
@@ -22,23 +24,29 @@ bool has_line(const std::string& file, const std::string& line) {
   return ("\n" + file).find("\n" + line + "\n") != std::string::npos;
 }
 
-bool mentions_te_loss(const std::vector<std::string>& notes) {
+bool mentions(const std::vector<std::string>& notes, const std::string& what) {
   for (const auto& n : notes)
-    if (n.find("needs te for the fused loss") != std::string::npos) return true;
+    if (n.find(what) != std::string::npos) return true;
   return false;
 }
 
-// Llama 3 70B (vocabulary 128256, sequence 8192) on 8 DGX H100 nodes, one pipeline stage: the loss sits on every GPU.
-Scenario llama70b(const std::string& te_version) {
+// Llama 3 70B (vocabulary 128256, sequence 8192) on 8 DGX H100 nodes; `te` states TE's fused loss.
+Scenario llama70b(const std::string& te_version, bool te = true) {
   Scenario s = test_scenarios::on_dgx_h100("llama3-70b", 8, 256);
   s.cluster.te_version = te_version;
+  if (te) s.training.cross_entropy_fusion = LossFusion::Te;
   return s;
 }
 
+// One pipeline stage: the loss sits on every GPU, its logits split by TP 4.
 Layout fsdp_layout() {
   Layout l;
   l.tp = 4; l.pp = 1; l.dp = 16; l.micro_batch = 1; l.zero_stage = 3;
   return l;
+}
+
+double logits_bytes(const Scenario& s, const Layout& l) {
+  return Evaluator(s, Framework::Megatron).evaluate(l).mem.logits * kGiB;
 }
 
 }  // namespace
@@ -50,49 +58,62 @@ TEST(LossFusion, VersionsParseAsMajorMinor) {
   EXPECT_EQ(minor, 14);
   EXPECT_TRUE(parse_te_version("2.18.1", &major, &minor));
   EXPECT_EQ(minor, 18);
-  for (const char* bad : {"", "2", "2.", "2.14.", "2.x", "v2.14", "2.14rc1", " 2.14", "-1.2"})
+  EXPECT_TRUE(parse_te_version("2.5.0+f05f12c", &major, &minor)) << "NGC's transformer_engine.__version__";
+  EXPECT_EQ(minor, 5);
+  for (const char* bad : {"", "2", "2.", "2.14.", "2.x", "v2.14", "2.14rc1", " 2.14", "-1.2", "2.+14", "2. 14",
+                          "2.-1", "2.14+", "2.14.1.2", "1234567.1"})
     EXPECT_FALSE(parse_te_version(bad, &major, &minor)) << bad;
 }
 
-// Planned where the site states a TE that has the kernel; the framework's own loss where nothing says so.
-TEST(LossFusion, PlannedForMegatronCoreWhereTheSiteStatesTe) {
+// Never a default: the site stating its TE version changes nothing until the scenario states the kernel.
+TEST(LossFusion, OnlyAStatedKernelIsPlanned) {
+  EXPECT_EQ(planned_loss_fusion(llama70b("2.14", false), Framework::Megatron), LossFusion::Off);
   EXPECT_EQ(planned_loss_fusion(llama70b("2.14"), Framework::Megatron), LossFusion::Te);
-  EXPECT_EQ(planned_loss_fusion(llama70b("2.14"), Framework::Nemo), LossFusion::Te);
-  EXPECT_EQ(planned_loss_fusion(llama70b(""), Framework::Megatron), LossFusion::Off) << "TE's version not stated";
-  EXPECT_EQ(planned_loss_fusion(llama70b("2.1"), Framework::Megatron), LossFusion::Off) << "before parallel_cross_entropy";
-  EXPECT_EQ(planned_loss_fusion(llama70b("2.14"), Framework::Fsdp), LossFusion::Off) << "not a Megatron-Core setting";
-  Scenario no_te = llama70b("2.14");
-  no_te.cluster.kernels = std::vector<Kernel>{};
-  EXPECT_EQ(planned_loss_fusion(no_te, Framework::Megatron), LossFusion::Off) << "the site says TE is missing";
-  Scenario stated = llama70b("");
-  stated.training.cross_entropy_fusion = LossFusion::Native;
-  EXPECT_EQ(planned_loss_fusion(stated, Framework::Megatron), LossFusion::Native);
+  Scenario native = llama70b("");
+  native.training.cross_entropy_fusion = LossFusion::Native;
+  EXPECT_EQ(planned_loss_fusion(native, Framework::Nemo), LossFusion::Native);
 }
 
 // The logits term: tokens of one micro-batch x vocabulary / TP x bytes per entry (2 in place, 6 otherwise).
 TEST(LossFusion, TeBefore218KeepsOnlyTheBf16Logits) {
   const Layout l = fsdp_layout();
   const double entries = 1.0 * 8192 * 128256 / 4;
-  const auto logits_gib = [&](const Scenario& s) { return Evaluator(s, Framework::Megatron).evaluate(l).mem.logits; };
-  EXPECT_NEAR(logits_gib(llama70b("2.14")) * kGiB, 2 * entries, 1.0);
-  EXPECT_NEAR(logits_gib(llama70b("2.18")) * kGiB, 6 * entries, 1.0) << "TE 2.18 keeps the gradient in fp32";
-  EXPECT_NEAR(logits_gib(llama70b("")) * kGiB, 6 * entries, 1.0) << "control: the unfused loss's fp32 softmax";
+  EXPECT_NEAR(logits_bytes(llama70b("2.14"), l), 2 * entries, 1.0);
+  EXPECT_NEAR(logits_bytes(llama70b("2.18"), l), 6 * entries, 1.0) << "TE 2.18 keeps the gradient in fp32";
+  EXPECT_NEAR(logits_bytes(llama70b(""), l), 6 * entries, 1.0) << "TE's version not stated: the cautious price";
+  EXPECT_NEAR(logits_bytes(llama70b("2.14", false), l), 6 * entries, 1.0) << "control: the unfused fp32 softmax";
   Scenario native = llama70b("2.14");
   native.training.cross_entropy_fusion = LossFusion::Native;
-  EXPECT_NEAR(logits_gib(native) * kGiB, 6 * entries, 1.0) << "Megatron's native kernel keeps its fp32 exp_logits";
+  EXPECT_NEAR(logits_bytes(native, l), 6 * entries, 1.0) << "Megatron's native kernel keeps its fp32 exp_logits";
   EXPECT_LT(Evaluator(llama70b("2.14"), Framework::Megatron).evaluate(l).mem_gib,
-            Evaluator(llama70b(""), Framework::Megatron).evaluate(l).mem_gib);
+            Evaluator(llama70b("2.14", false), Framework::Megatron).evaluate(l).mem_gib);
+}
+
+// Mixture of experts: the same kernel computes the main loss and each MTP module's (gpt_model.py
+// compute_language_model_loss for mtp_logits): DeepSeek-V3 (vocabulary 129280, sequence 4096, one MTP layer).
+TEST(LossFusion, MoeLossesTakeTheSameKernel) {
+  Scenario s = test_scenarios::on_dgx_h100("deepseek-v3", 64, 1024);
+  ASSERT_EQ(s.model.mtp_layers, 1);
+  s.cluster.te_version = "2.14";
+  Layout l;
+  l.tp = 2; l.pp = 1; l.dp = 256; l.ep = 64; l.micro_batch = 1; l.zero_stage = 1;
+  l.dispatcher = Dispatcher::AllToAll;
+  const double entries = 1.0 * s.model.seq_len * s.model.vocab / 2 * (1 + 1);
+  EXPECT_NEAR(logits_bytes(s, l), 6 * entries, 1.0) << "control: nothing stated";
+  s.training.cross_entropy_fusion = LossFusion::Te;
+  EXPECT_NEAR(logits_bytes(s, l), 2 * entries, 1.0);
 }
 
 TEST(LossFusion, EmittedInEachFrameworksOwnTerms) {
   const Scenario s = llama70b("2.14");
   const Plan p = advise(s);
-  const std::string mega = framework_args(s, p).files[0].content;
-  EXPECT_TRUE(has_line(mega, "--cross-entropy-loss-fusion"));
-  EXPECT_TRUE(has_line(mega, "--cross-entropy-fusion-impl=te"));
-  EXPECT_TRUE(mentions_te_loss(framework_args(s, p).notes)) << "the plan says it needs TE for it";
+  const FrameworkArgs a = framework_args(s, p);
+  EXPECT_TRUE(has_line(a.files[0].content, "--cross-entropy-loss-fusion"));
+  EXPECT_TRUE(has_line(a.files[0].content, "--cross-entropy-fusion-impl=te"));
+  EXPECT_TRUE(mentions(a.notes, "needs te for the fused loss (--cross-entropy-fusion-impl te) (installed: "
+                                "Transformer Engine 2.14)"));
 
-  const Scenario plain = llama70b("");
+  const Scenario plain = llama70b("2.14", false);
   EXPECT_EQ(framework_args(plain, advise(plain)).files[0].content.find("cross-entropy"), std::string::npos)
       << "control: nothing stated, Megatron's default loss";
 
@@ -109,14 +130,16 @@ TEST(LossFusion, EmittedInEachFrameworksOwnTerms) {
 TEST(LossFusion, RefusedWhereTheFrameworkOrSiteCannotRunIt) {
   Scenario fsdp = llama70b("2.14");
   fsdp.training.framework = Framework::Fsdp;
-  fsdp.training.cross_entropy_fusion = LossFusion::Te;
   EXPECT_NE(stack_problem(fsdp).find("cross_entropy_fusion is Megatron-Core's"), std::string::npos);
   Scenario no_te = llama70b("");
-  no_te.training.cross_entropy_fusion = LossFusion::Te;
   EXPECT_EQ(stack_problem(no_te), "") << "control: TE's presence not denied";
   no_te.cluster.kernels = std::vector<Kernel>{};
   EXPECT_NE(stack_problem(no_te).find("needs Transformer Engine"), std::string::npos);
   Scenario old_te = llama70b("2.1");
-  old_te.training.cross_entropy_fusion = LossFusion::Te;
   EXPECT_NE(stack_problem(old_te).find("2.2 or later"), std::string::npos);
+  Scenario main = llama70b("2.14");
+  main.training.framework_version = "main";
+  EXPECT_NE(stack_problem(main).find("disabled due to stability issues"), std::string::npos);
+  main.training.cross_entropy_fusion = LossFusion::Native;
+  EXPECT_EQ(stack_problem(main), "") << "control: main runs Megatron's native kernel";
 }

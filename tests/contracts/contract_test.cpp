@@ -260,6 +260,13 @@ TEST(Contract, MegatronEveryFlagExistsIsReadAndPassesTheRules) {
     expect_rule(c, "tp_comm_overlap_needs_sequence_parallel", "args.sequence_parallel == True", "args.tp_comm_overlap");
     expect_rule(c, "layers_divisible_by_pipeline", "num_layers % args.transformer_pipeline_model_parallel_size == 0");
     expect_rule(c, "one_virtual_pipeline_option", "int(args.num_layers_per_virtual_pipeline_stage is not None)");
+    // Megatron-LM main refuses Transformer Engine's fused loss; 0.14/0.15 run it (loss_fusion.h follows).
+    const bool te_loss_refused = std::string(v) == "main";
+    if (te_loss_refused) expect_rule(c, "te_cross_entropy_rejected", "cross_entropy_fusion_impl == 'te'");
+    else EXPECT_TRUE(c["rules"]["te_cross_entropy_rejected"].is_null()) << v;
+    Scenario fused = scenario("llama3-8b", "h100-sxm5-80gb", 1, 128, Framework::Megatron, v);
+    fused.training.cross_entropy_fusion = LossFusion::Te;
+    EXPECT_EQ(stack_problem(fused).empty(), !te_loss_refused) << v << ": " << stack_problem(fused);
     int checked = 0, empty_stages = 0;
     for (const auto& k : cases(Framework::Megatron, v)) {
       const FrameworkArgs a = framework_args(k.s, k.plan);

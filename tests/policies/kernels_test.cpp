@@ -144,9 +144,10 @@ TEST(Kernels, WithoutTransformerEngine) {
 }
 
 
-// Transformer Engine's version (facts.te_version): checked as MAJOR.MINOR, set into the scenario, and the plan then
-// runs TE's fused loss, whose in-place gradient (TE before 2.18) shrinks the last stage's logits.
-TEST(Kernels, TeVersionIsAFactThatPlansTheFusedLoss) {
+// Transformer Engine's version (facts.te_version): checked as MAJOR.MINOR and set into the scenario, where it prices
+// a stated fused loss (TE before 2.18 takes the gradient in place) but never turns the kernel on by itself; a
+// user's fused loss on a TE before the kernel existed (2.2) goes back to the framework's own, with a change.
+TEST(Kernels, TeVersionIsAFactThatPricesAStatedFusedLoss) {
   EXPECT_EQ(parse_error("[defaults.facts]\nte_version = \"2.x\"\n"),
             "p.toml:2:14: defaults.facts.te_version: got \"2.x\"; valid: a Transformer Engine version MAJOR.MINOR, "
             "e.g. \"2.14\"");
@@ -155,14 +156,26 @@ TEST(Kernels, TeVersionIsAFactThatPlansTheFusedLoss) {
   EXPECT_NE(summary(p).find("te_version 2.14"), std::string::npos) << summary(p);
   advisor::Scenario s = mixtral(8, "llama3-70b");
   s.training.framework = advisor::Framework::Megatron;
-  const advisor::Plan before = advisor::advise(s);
-  EXPECT_EQ(advisor::framework_args(s, before).files[0].content.find("--cross-entropy"), std::string::npos)
-      << "control: no TE version stated, Megatron's default loss";
   const auto ch = apply_to_scenario(p, s);
   EXPECT_EQ(s.cluster.te_version, "2.14");
   EXPECT_TRUE(has_change(ch, "Transformer Engine 2.14 — [defaults] facts.te_version")) << all(ch);
   const advisor::Plan plan = advisor::advise(s, search_limits(p));
-  EXPECT_NE(advisor::framework_args(s, plan).files[0].content.find("--cross-entropy-fusion-impl=te"), std::string::npos);
+  EXPECT_EQ(advisor::framework_args(s, plan).files[0].content.find("--cross-entropy"), std::string::npos)
+      << "the fact alone plans no fused loss";
+  s.training.cross_entropy_fusion = advisor::LossFusion::Te;
+  const advisor::Plan fused = advisor::advise(s, search_limits(p));
+  EXPECT_NE(advisor::framework_args(s, fused).files[0].content.find("--cross-entropy-fusion-impl=te"), std::string::npos);
+
+  const EffectivePolicy old = resolve(parse_policy("[defaults.facts]\nte_version = \"2.1\"\n", "p.toml"), "batch");
+  advisor::Scenario t = mixtral(8, "llama3-70b");
+  t.training.framework = advisor::Framework::Megatron;
+  t.training.cross_entropy_fusion = advisor::LossFusion::Te;
+  const auto dropped = apply_to_scenario(old, t);
+  EXPECT_FALSE(t.training.cross_entropy_fusion.has_value()) << all(dropped);
+  EXPECT_TRUE(has_change(dropped, "Transformer Engine's fused loss not used (user asked cross_entropy_fusion=te) — "
+                                  "[defaults] facts.te_version = \"2.1\": parallel_cross_entropy is in TE 2.2 and later"))
+      << all(dropped);
+  advisor::validate(t);
 }
 
 }  // namespace paratune::policies

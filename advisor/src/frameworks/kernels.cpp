@@ -116,10 +116,13 @@ std::vector<std::string> settle_kernel_defaults(Scenario& s) {
 
 std::vector<std::string> kernel_notes(const Scenario& s, const Plan& p) {
   std::vector<std::string> out;
-  for (const KernelNeed& n : kernels_needed(s, p.layout, p.framework))
+  for (const KernelNeed& n : kernels_needed(s, p.layout, p.framework)) {
+    const bool te_stated = n.kernel == Kernel::TransformerEngine && !s.cluster.te_version.empty();
     out.push_back(std::string("needs ") + to_string(n.kernel) + " for " + n.why +
                   (s.cluster.kernels ? " (installed, site facts.kernels)"
+                   : te_stated       ? " (installed: Transformer Engine " + s.cluster.te_version + ")"
                                      : " (installation not stated: the site policy's facts.kernels says what is)"));
+  }
   if (megatron_core(p.framework) && s.cluster.lacks(Kernel::TransformerEngine))
     out.push_back("Transformer Engine not installed (facts.kernels): Megatron-Core runs its local implementation "
                   "(--transformer-impl=local / model.config.transformer_impl=local)");

@@ -26,7 +26,7 @@ std::string memory_feature_problem(const Scenario& s, const Layout& l, Framework
       !(f == F::DeepSpeed && l.recompute_modules == recompute_module::kCoreAttn))
     return "selective recompute by module (recompute_modules) is Megatron-Core's --recompute-modules; this "
            "framework's selective recompute has no module choice";
-  if (const std::string why = loss_fusion_problem(s, f); !why.empty()) return why;
+  if (const std::string why = loss_fusion_problem(s, f, v.id); !why.empty()) return why;
   if (l.offload_layers > 0) {
     if (!mcore(f)) return "CPU activation offload (offload_layers) is Megatron-Core's cpu_offloading; not planned here";
     // core_v0.14 / core_v0.15 define no command-line argument for it; main has --cpu-offloading-num-layers.

@@ -137,7 +137,7 @@ std::string stack_problem(const Scenario& s) {
       (t.framework == F::Megatron || t.framework == F::Nemo))
     return who + "--fp8-recipe accepts tensorwise, delayed, mxfp8 or blockwise (no rowwise)";
   if (const std::string why = kernel_stack_problem(s); !why.empty()) return who + why;
-  if (const std::string why = loss_fusion_problem(s, t.framework); !why.empty()) return who + why;
+  if (const std::string why = loss_fusion_problem(s, t.framework, v.id); !why.empty()) return who + why;
   if (t.precision == Precision::Fp8 && t.framework == F::Torchtitan && t.fp8_recipe &&
       *t.fp8_recipe != Fp8Recipe::Tensorwise && *t.fp8_recipe != Fp8Recipe::Rowwise)
     return who + "its float8 converter (torchao) scales tensorwise or rowwise; give fp8_recipe=tensorwise or rowwise";

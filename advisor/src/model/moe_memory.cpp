@@ -133,7 +133,7 @@ double moe_memory_gib(const Resolved& R, const ModelParams& p, const Layout& l, 
   const double act_first = resident_layers(l, Lf) * a_layer * inflight + work + a.input * inflight;
   const double act_last = resident_layers(l, Ll) * a_layer * inflight_last + work + x.mtp * a_moe_layer;
   const double tok = double(l.micro_batch) * d.s / l.cp;
-  const double logits = 6 * tok * d.V / t * (1 + x.mtp);
+  const double logits = R.stack.loss_bytes * tok * d.V / t * (1 + x.mtp);
 
   const double st_first = ne_first * (bd.w + bd.g + bd.o) + ex_first * (be.w + be.g + be.o);
   const double st_last = ne_last * (bd.w + bd.g + bd.o) + ex_last * (be.w + be.g + be.o);

@@ -184,10 +184,11 @@ int special_cases(const fs::path& out) {
       mem.layout.optimizer_moments = StateDtype::Bf16;
       require_runnable(v3, mem, "memory-feature layout");
       n += emit(out / ("fixed-deepseek-v3-memory-features__" + tag), v3, mem);
-      // Transformer Engine's fused loss, planned where the site states a TE that has it (loss_fusion.h).
+      // Transformer Engine's fused loss where stated (loss_fusion.h; Megatron-LM main refuses it: native there).
       Scenario te = scenario("llama3-8b", f, v.id, 1);
       te.cluster.te_version = "2.14";
-      n += emit(out / ("advised-8b-te-loss__" + tag), te, advise(te));
+      te.training.cross_entropy_fusion = v.id == "main" ? LossFusion::Native : LossFusion::Te;
+      n += emit(out / ("advised-8b-fused-loss__" + tag), te, advise(te));
       if (f == Framework::Nemo || v.id == "main") {
         Plan off = fixed(s8, 1, 1, 1, 1, Recompute::None);
         off.layout.offload_layers = 8;
