@@ -1,6 +1,7 @@
 // Once-per-step terms: data-parallel gradient reduction and parameter gather, the optimizer, FLOP counts
 // (docs/model.md §5-6).
 #include <algorithm>
+#include <cmath>
 
 #include "terms.h"
 
@@ -32,6 +33,24 @@ StepShardComm step_shard_comm(const Resolved& R, const ModelParams& p, double pa
   return c;
 }
 
+// The PyTorch-native ZeRO-1 (nanotron's, the one the stacks here have: memory.cpp) reduce-scatters each DDP
+// gradient bucket (ddp_bucket_cap_mb 25 of 16-bit gradients, PyTorch's default) from a communication hook that
+// first flattens the bucket's segments once per data-parallel rank (nanotron distributed.py reduce_scatter_coalesced:
+// one _flatten_dense_tensors per group rank; optim/gradient_accumulator.py get_fp32_accum_hook): data-parallel-size
+// host ops per bucket, each an eager op's dispatch (~20 us: the prior of cpu_layer_us, ~120 such ops a layer; a
+// physical prior, not fitted). The hooks run in the last micro-batch's backward on the thread that issues it: they
+// hide in the host's slack behind the GPU's backward (GPU time beyond the host's own issue time, a backward being
+// two thirds of a layer's kernels) and the rest makes the GPU wait. Hundreds of ranks make it tenths of a second.
+double zero1_hook_host_s(const Resolved& R, const ModelParams& p, const Layout& l, double stage_params_per_gpu,
+                         double stage_bwd_s, int layers) {
+  const int ndp = l.dp * l.cp;
+  if (!R.stack.pytorch_native || l.zero_stage != 1 || ndp <= 1) return 0;
+  constexpr double kBucketBytes = 25.0 * 1024 * 1024, kEagerOpS = 20e-6;
+  const double hooks = std::ceil(stage_params_per_gpu * 2 / kBucketBytes) * ndp * kEagerOpS;
+  const double host_bwd = layers * p.cpu_layer_us[stack_index(R.stack.framework)] * 1e-6 * 2 / 3;
+  return std::max(0.0, hooks - std::max(0.0, stage_bwd_s - host_bwd));
+}
+
 // Gradient all-reduce (ZeRO 0) or reduce-scatter + parameter all-gather (ZeRO 1/2), overlapped with the last
 // micro-batch's backward / the first micro-batch's forward; HSDP replicas all-reduce their shard once per step.
 double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& lc,
@@ -56,7 +75,8 @@ double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l,
   // behind (overlap_param_gather = false). ZeRO-1 shards within its scope (step_shard_comm).
   const StepShardComm sc = step_shard_comm(R, p, psi, ndp, z == 1 ? l.shard_group : ndp, t);
   const double gather_exposed = R.stack.overlap_param_gather ? exposed(R, p, sc.gather, stage_fwd) : sc.gather;
-  if (z == 1 || (z == 2 && !per_mb_rs)) return exposed(R, p, sc.reduce, stage_bwd) + gather_exposed;
+  if (z == 1 || (z == 2 && !per_mb_rs))
+    return exposed(R, p, sc.reduce, stage_bwd) + gather_exposed + zero1_hook_host_s(R, p, l, psi, stage_bwd * v, Lmax);
   // ZeRO-2 / shard-grad-op: gradients reduced per micro-batch (shard_comm_layer), params gathered per step.
   if (z == 2 && !per_mb_ag) return gather_exposed;
   return 0;

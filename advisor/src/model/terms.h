@@ -103,6 +103,10 @@ double pp_p2p(const Resolved& R, const ModelParams& p, const Layout& l, int micr
 // Parameters held by the bottleneck stage, TP split applied.
 double stage_params(const Resolved& R, const Layout& l);
 // Data-parallel gradient reduction and parameter gather per step, exposed beyond the last/first micro-batch.
+// Host time of nanotron's ZeRO-1 gradient hook per step (data-parallel flattens per bucket) beyond the host's slack
+// behind one micro-batch's backward on the stage (stage_bwd_s over `layers` layers): what the GPU waits.
+double zero1_hook_host_s(const Resolved& R, const ModelParams& p, const Layout& l, double stage_params_per_gpu,
+                         double stage_bwd_s, int layers);
 double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c,
                        double recompute);
 // The once-per-step traffic of a distributed optimizer (ZeRO-1, and ZeRO-2 with step-wise reduction) over n
