@@ -19,14 +19,13 @@ bool number(const std::string& text, size_t* at, int* out) {
   return *at > from && (*at == text.size() || !std::isdigit(static_cast<unsigned char>(text[*at])));
 }
 
-// TE version ordering as (major, minor); an unknown version compares as "not at least".
-bool te_at_least(const std::string& version, int major, int minor) {
+}  // namespace
+
+bool te_version_at_least(const std::string& version, int major, int minor) {
   int ma = 0, mi = 0;
   if (!parse_te_version(version, &ma, &mi)) return false;
   return ma > major || (ma == major && mi >= minor);
 }
-
-}  // namespace
 
 bool parse_te_version(const std::string& text, int* major, int* minor) {
   size_t at = 0;
@@ -43,13 +42,13 @@ bool parse_te_version(const std::string& text, int* major, int* minor) {
   return true;
 }
 
-LossFusion planned_loss_fusion(const Scenario& s, Framework /*f*/) {
+LossFusion planned_loss_fusion(const Scenario& s) {
   return s.training.cross_entropy_fusion.value_or(LossFusion::Off);
 }
 
 double loss_bytes_per_logit(const Scenario& s, Framework f) {
-  const bool in_place = planned_loss_fusion(s, f) == LossFusion::Te && megatron_core(f) &&
-                        !s.cluster.te_version.empty() && !te_at_least(s.cluster.te_version, 2, 18);
+  const bool in_place = planned_loss_fusion(s) == LossFusion::Te && megatron_core(f) &&
+                        !s.cluster.te_version.empty() && !te_version_at_least(s.cluster.te_version, 2, 18);
   return in_place ? 2 : 6;
 }
 
@@ -66,7 +65,7 @@ std::string loss_fusion_problem(const Scenario& s, Framework f, const std::strin
   if (s.cluster.lacks(Kernel::TransformerEngine))
     return "cross_entropy_fusion=te needs Transformer Engine, which the site says is not installed (facts.kernels); "
            "give cross_entropy_fusion=native";
-  if (!s.cluster.te_version.empty() && !te_at_least(s.cluster.te_version, 2, 2))
+  if (!s.cluster.te_version.empty() && !te_version_at_least(s.cluster.te_version, 2, 2))
     return "cross_entropy_fusion=te needs Transformer Engine 2.2 or later (parallel_cross_entropy); the site's is " +
            s.cluster.te_version + ": give cross_entropy_fusion=native";
   return "";

@@ -235,9 +235,8 @@ void apply_framework_versions(const EffectivePolicy& p, advisor::Scenario& s, st
 // A user's cross_entropy_fusion=te where the site's Transformer Engine predates the kernel (TE 2.2): back to the
 // framework's own loss, with a change saying why, instead of a refused plan.
 void drop_old_te_loss(const EffectivePolicy& p, advisor::Scenario& s, std::vector<PolicyChange>& ch) {
-  int major = 0, minor = 0;
   if (s.training.cross_entropy_fusion != advisor::LossFusion::Te || !p.facts.te_version ||
-      !advisor::parse_te_version(*p.facts.te_version, &major, &minor) || major > 2 || (major == 2 && minor >= 2))
+      advisor::te_version_at_least(*p.facts.te_version, 2, 2))
     return;
   ch.push_back({"Transformer Engine's fused loss not used (user asked cross_entropy_fusion=te)",
                 p.where("facts.te_version") + " = \"" + *p.facts.te_version +

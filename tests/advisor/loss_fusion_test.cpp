@@ -67,11 +67,11 @@ TEST(LossFusion, VersionsParseAsMajorMinor) {
 
 // Never a default: the site stating its TE version changes nothing until the scenario states the kernel.
 TEST(LossFusion, OnlyAStatedKernelIsPlanned) {
-  EXPECT_EQ(planned_loss_fusion(llama70b("2.14", false), Framework::Megatron), LossFusion::Off);
-  EXPECT_EQ(planned_loss_fusion(llama70b("2.14"), Framework::Megatron), LossFusion::Te);
+  EXPECT_EQ(planned_loss_fusion(llama70b("2.14", false)), LossFusion::Off);
+  EXPECT_EQ(planned_loss_fusion(llama70b("2.14")), LossFusion::Te);
   Scenario native = llama70b("");
   native.training.cross_entropy_fusion = LossFusion::Native;
-  EXPECT_EQ(planned_loss_fusion(native, Framework::Nemo), LossFusion::Native);
+  EXPECT_EQ(planned_loss_fusion(native), LossFusion::Native);
 }
 
 // The logits term: tokens of one micro-batch x vocabulary / TP x bytes per entry (2 in place, 6 otherwise).

@@ -80,7 +80,7 @@ std::vector<KernelNeed> kernels_needed(const Scenario& s, const Layout& l, Frame
       out.push_back({Kernel::TransformerEngine, "TP communication overlap (--tp-comm-overlap: TE userbuffers)"});
     if (te_attention(s, f))
       out.push_back({Kernel::TransformerEngine, "fused cuDNN attention (Transformer Engine's)"});
-    if (planned_loss_fusion(s, f) == LossFusion::Te)
+    if (planned_loss_fusion(s) == LossFusion::Te)
       out.push_back({Kernel::TransformerEngine, "the fused loss (--cross-entropy-fusion-impl te)"});
   }
   if (s.training.attention == Attention::Flash3)

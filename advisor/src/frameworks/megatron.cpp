@@ -102,7 +102,7 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
     }
   }
   if (const char* backend = attention_backend(t)) add("--attention-backend", backend);
-  if (const LossFusion loss = planned_loss_fusion(v.s, Framework::Megatron); loss != LossFusion::Off) {
+  if (const LossFusion loss = planned_loss_fusion(v.s); loss != LossFusion::Off) {
     add("--cross-entropy-loss-fusion");
     add("--cross-entropy-fusion-impl", to_string(loss));
   }

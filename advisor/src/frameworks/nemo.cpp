@@ -70,8 +70,8 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
                         " in your recipe (the memory plan assumes them)");
   }
   if (v.tp_overlap()) set("model.config.tp_comm_overlap", "true");
-  // Stated off: said so, since the recipe may fuse; planned or stated on: the kernel with it.
-  if (const LossFusion loss = planned_loss_fusion(v.s, Framework::Nemo); loss != LossFusion::Off) {
+  // Stated on: the kernel with it; stated off: said so, since the recipe may fuse.
+  if (const LossFusion loss = planned_loss_fusion(v.s); loss != LossFusion::Off) {
     set("model.config.cross_entropy_loss_fusion", "true");
     set("model.config.cross_entropy_fusion_impl", to_string(loss));
   } else if (t.cross_entropy_fusion) {

@@ -75,8 +75,10 @@ double dp_comm_exposed(const Resolved& R, const ModelParams& p, const Layout& l,
   // behind (overlap_param_gather = false). ZeRO-1 shards within its scope (step_shard_comm).
   const StepShardComm sc = step_shard_comm(R, p, psi, ndp, z == 1 ? l.shard_group : ndp, t);
   const double gather_exposed = R.stack.overlap_param_gather ? exposed(R, p, sc.gather, stage_fwd) : sc.gather;
-  if (z == 1 || (z == 2 && !per_mb_rs))
-    return exposed(R, p, sc.reduce, stage_bwd) + gather_exposed + zero1_hook_host_s(R, p, l, psi, stage_bwd * v, Lmax);
+  if (z == 1 || (z == 2 && !per_mb_rs)) {
+    const double hook = zero1_hook_host_s(R, p, l, psi, Lmax * (lc.bwd() + recompute), Lmax);
+    return exposed(R, p, sc.reduce, stage_bwd) + gather_exposed + hook;
+  }
   // ZeRO-2 / shard-grad-op: gradients reduced per micro-batch (shard_comm_layer), params gathered per step.
   if (z == 2 && !per_mb_ag) return gather_exposed;
   return 0;

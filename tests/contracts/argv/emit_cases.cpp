@@ -84,7 +84,7 @@ json facts(const Scenario& s, const Plan& p, const FrameworkArgs& a) {
           {"micro_batch", l.micro_batch}, {"zero_stage", l.zero_stage}, {"shard_group", l.shard_group},
           {"ep", l.ep}, {"etp", l.etp},
           {"dispatcher", to_string(l.dispatcher)},
-          {"loss_fusion", to_string(planned_loss_fusion(s, p.framework))},
+          {"loss_fusion", to_string(planned_loss_fusion(s))},
           {"master", kLaunch.master_addr + ":" + kLaunch.master_port},
           {"job_id", kLaunch.job_id}};
 }

@@ -18,7 +18,10 @@ bool parse_te_version(const std::string& text, int* major, int* minor);
 
 // The cross-entropy kernel the plan runs: the stated one, else the framework's own loss (Off: what each pinned
 // framework version runs without the setting).
-LossFusion planned_loss_fusion(const Scenario& s, Framework f);
+LossFusion planned_loss_fusion(const Scenario& s);
+
+// Whether a TE version string is at least major.minor; an unparsable or empty one is not.
+bool te_version_at_least(const std::string& version, int major, int minor);
 
 // Bytes per token and vocabulary entry the loss keeps on the GPU that computes it: 2 (bf16 logits that take the
 // gradient in place) with TE's kernel where the stated TE version is before 2.18, else 6 (bf16 logits + an fp32

@@ -173,8 +173,7 @@ struct TrainingSpec {
   std::optional<bool> fp8_param_gather;  // FP8 primary weights, gathered in FP8 (Megatron --fp8-param-gather,
                                          // NeMo fp8_params); default off
   std::optional<LossFusion> cross_entropy_fusion;  // Megatron/NeMo --cross-entropy-loss-fusion and its impl; unset =
-                                                   // Transformer Engine's where the site states a TE version that
-                                                   // has it, else the framework's default
+                                                   // the framework's own loss (never planned: loss_fusion.h)
   // Mixture of experts (unset = the framework's default):
   std::optional<bool> moe_a2a_overlap;    // dispatch/combine overlapped with another micro-batch's compute
                                           // (Megatron --overlap-moe-expert-parallel-comm); default on with EP > 1
