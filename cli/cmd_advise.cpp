@@ -217,15 +217,19 @@ nlohmann::json others_json(const std::vector<FrameworkArgs>& others) {
   return out;
 }
 
+// A file's lines, each indented under its heading (the last newline kept once).
+std::string indented(const std::string& content) {
+  std::string shown = "    " + content;
+  for (size_t p = 0; (p = shown.find('\n', p)) != std::string::npos && p + 1 < shown.size(); p += 5)
+    shown.replace(p, 1, "\n    ");
+  if (shown.empty() || shown.back() != '\n') shown += '\n';
+  return shown;
+}
+
 void print_args(const FrameworkArgs& a) {
   std::printf("\nframework arguments (%s %s):\n", to_string(a.framework), a.version.c_str());
-  for (const auto& f : a.files) {
-    std::string shown = f.content;
-    for (size_t p = 0; (p = shown.find('\n', p)) != std::string::npos && p + 1 < shown.size(); p += 5)
-      shown.replace(p, 1, "\n    ");
-    std::printf("  %s:\n    %s", f.name.c_str(), shown.c_str());
-  }
-  std::printf("  torchrun:\n    %s", a.torchrun.c_str());
+  for (const auto& f : a.files) std::printf("  %s:\n%s", f.name.c_str(), indented(f.content).c_str());
+  std::printf("  torchrun:\n%s", indented(a.torchrun).c_str());
   for (const auto& n : a.notes) std::printf("  yours: %s\n", n.c_str());
 }
 

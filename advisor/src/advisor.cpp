@@ -655,16 +655,37 @@ void search_framework(const Scenario& s, Framework f, const Evaluator& ev, const
   }
 }
 
-std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimits& limits) {
+// Why the scenario itself rules framework f out, whatever the layout ("" if it does not): the scenario as stated
+// for f at f's default version (a stated fused loss, FP8, fp16 or a kernel the site lacks).
+std::string scenario_refuses(const Scenario& s, Framework f) {
+  Scenario other = s;
+  other.training.framework = f;
+  other.training.framework_version.clear();
+  try {
+    validate(other);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// --all-frameworks: the other frameworks the scenario does not rule out; those it does, with the reason, in
+// `refused` (a plan must say why a framework never entered the comparison).
+std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimits& limits,
+                                            std::vector<std::string>* refused = nullptr) {
   std::vector<Framework> fws;
   if (limits.all_frameworks) {
     // NeMo and AutoModel are priced as the stack they run on (Megatron-Core, torchtitan's PyTorch-native one): each
     // joins the comparison only when the scenario names it.
     for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan,
-                        Framework::Nemo, Framework::Automodel})
-      if (allowed(limits.frameworks, f) && (f != Framework::Nemo || s.training.framework == Framework::Nemo) &&
-          (f != Framework::Automodel || s.training.framework == Framework::Automodel))
-        fws.push_back(f);
+                        Framework::Nemo, Framework::Automodel}) {
+      if (!allowed(limits.frameworks, f) || (f == Framework::Nemo && s.training.framework != Framework::Nemo) ||
+          (f == Framework::Automodel && s.training.framework != Framework::Automodel))
+        continue;
+      const std::string why = f == s.training.framework ? "" : scenario_refuses(s, f);
+      if (why.empty()) fws.push_back(f);
+      else if (refused) refused->push_back(std::string(to_string(f)) + " not searched: " + why);
+    }
   } else if (!allowed(limits.frameworks, s.training.framework)) {
     fws = limits.frameworks;
   } else {
@@ -775,7 +796,14 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
                            std::chrono::duration<double>(limits.time_budget_s));
   Evaluators evs;
   auto ev_for = [&](Framework f) -> const Evaluator& { return evs.get(s, f, params, limits.memory_headroom_gib); };
-  for (Framework f : frameworks_to_search(s, limits)) search_framework(s, f, ev_for(f), limits, st);
+  std::vector<std::string> refused;
+  const std::vector<Framework> searched = frameworks_to_search(s, limits, &refused);
+  if (searched.empty() && !refused.empty()) {
+    std::string why = "nothing fits: no framework the search may use runs this scenario";
+    for (const auto& r : refused) why += "; " + r;
+    throw NothingFits(why);
+  }
+  for (Framework f : searched) search_framework(s, f, ev_for(f), limits, st);
   const bool lean_pass = st.best.empty() && !st.out_of_time && !s.parallel.optimizer_moments && !s.parallel.main_params;
   if (lean_pass) {  // nothing fits with fp32 optimizer states: again, with Adam's moments in bf16 where they fit
     const SearchState first = st;
@@ -803,6 +831,7 @@ Plan advise(const Scenario& s, const SearchLimits& limits) {
   plan.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   plan.notes.push_back(std::to_string(st.evaluated) + " layouts evaluated, " + std::to_string(st.pruned_memory) +
                        " pruned by memory");
+  for (auto& n : refused) plan.notes.push_back(std::move(n));
   plan.notes.push_back(margin_note(ev_for(plan.framework), st.margin, plan.prediction.memory_gib_per_gpu));
   if (plan.framework == Framework::Torchtitan && plan.layout.pp > 1)
     plan.notes.push_back(torchtitan_split_note(s, plan.layout));

@@ -143,3 +143,26 @@ TEST(LossFusion, RefusedWhereTheFrameworkOrSiteCannotRunIt) {
   main.training.cross_entropy_fusion = LossFusion::Native;
   EXPECT_EQ(stack_problem(main), "") << "control: main runs Megatron's native kernel";
 }
+
+// --all-frameworks: a framework the stated loss kernel rules out never enters the comparison, and the plan says so
+// (it once vanished from the ranking without a word); without the stated kernel the same frameworks are searched.
+TEST(LossFusion, AllFrameworksSayWhichFrameworksTheKernelRulesOut) {
+  SearchLimits all;
+  all.all_frameworks = true;
+  all.top_n = 1000;
+  const Plan stated = advise(llama70b("2.14"), all);
+  for (const char* f : {"deepspeed not searched: ", "fsdp not searched: ", "torchtitan not searched: "})
+    EXPECT_TRUE(mentions(stated.notes, std::string(f) + "training.framework_version")) << f;
+  EXPECT_FALSE(mentions(stated.notes, "megatron not searched")) << "the scenario's own framework runs the kernel";
+
+  // Control: the same framework, alone in the search, is searched without the stated kernel and refused with it.
+  SearchLimits fsdp_only = all;
+  fsdp_only.frameworks = {Framework::Fsdp};
+  EXPECT_EQ(advise(llama70b("2.14", false), fsdp_only).framework, Framework::Fsdp);
+  try {
+    advise(llama70b("2.14"), fsdp_only);
+    ADD_FAILURE() << "fsdp planned a loss kernel it does not have";
+  } catch (const NothingFits& e) {
+    EXPECT_NE(std::string(e.what()).find("fsdp not searched: "), std::string::npos) << e.what();
+  }
+}

@@ -111,6 +111,13 @@ expect 2 "^paratune portability: --scenario requires --policy" portability --sce
 expect 0 '"candidates_evaluated"' advise --scenario="$dir/s.toml" --top=1 --json
 expect 0 '"step_time_s"' predict -s "$dir/s.toml" --json
 expect 3 "nothing fits" advise --scenario "$dir/huge.toml" --json
+# The text plan's framework arguments: every argument line under its file's heading is indented as one block (a
+# multi-line launcher block once printed its second and later lines at column 0).
+args_block=$("$cli" advise --scenario "$dir/s.toml" --top 0 2>&1 | sed -n '/^framework arguments/,/^  yours:/p')
+if ! grep -q -- '--nproc_per_node=' <<<"$args_block"; then fail "advise text: no torchrun block in: $args_block"
+elif grep -vE '^(framework arguments|  [a-z.]+:|    -|  yours:)' <<<"$args_block" | grep -q .; then
+  fail "advise text: an argument line outside its block: $(grep -vE '^(framework arguments|  [a-z.]+:|    -|  yours:)' <<<"$args_block")"
+else pass "advise text: each framework-argument line is indented under its heading"; fi
 
 # --- run: its own exit status; the command line after "--", or from the first word that is not an option --------
 expect 5 "" run -- sh -c 'exit 5'
