@@ -205,7 +205,11 @@ class Parser {
         unknown(k, key_part(key), kTopKeys);
       }
     }
-    for (const auto& [name, layer] : f.partitions) check_across(f.defaults, layer, "partition." + key_part(name));
+    check_te_facts(f.defaults, nullptr, "defaults");
+    for (const auto& [name, layer] : f.partitions) {
+      check_across(f.defaults, layer, "partition." + key_part(name));
+      check_te_facts(f.defaults, &layer, "partition." + key_part(name));
+    }
     // What a broken file still says about on_error (the plugin honours on_error = "closed" even then).
     if (f.defaults.on_error) hints_[""] = *f.defaults.on_error == OnError::Closed;
     for (const auto& [name, layer] : f.partitions)
@@ -790,6 +794,29 @@ class Parser {
       }
       if (set) L.positions["log." + key] = pos_of(v.source());
     }
+  }
+
+  // facts.te_version says Transformer Engine is installed; facts.kernels, where given, lists what is: a version
+  // beside a list without "te" leaves the site's facts contradicting each other (the plan would take TE as absent
+  // and its stated version as the one installed). Checked on [defaults] and on each partition merged with it, at
+  // the layer that set the later of the two.
+  void check_te_facts(const PolicyLayer& D, const PolicyLayer* P, const std::string& path) {
+    const PolicyLayer& top = P ? *P : D;
+    const auto& kernels = top.facts.kernels ? top.facts.kernels : D.facts.kernels;
+    const auto& version = top.facts.te_version ? top.facts.te_version : D.facts.te_version;
+    if (!kernels || !version || !(top.facts.kernels || top.facts.te_version)) return;
+    if (std::find(kernels->begin(), kernels->end(), advisor::Kernel::TransformerEngine) != kernels->end()) return;
+    const PolicyLayer& kernels_at = top.facts.kernels ? top : D;
+    const PolicyLayer& version_at = top.facts.te_version ? top : D;
+    auto pos = [](const PolicyLayer& L, const std::string& k) {
+      auto it = L.positions.find(k);
+      return it == L.positions.end() ? SourcePos{} : it->second;
+    };
+    const std::string kernels_where = std::string(&kernels_at == &D ? "defaults" : path) + ".facts.kernels";
+    error(pos(version_at, "facts.te_version"), path + ".facts.te_version",
+          "says Transformer Engine " + *version + " is installed, but " + kernels_where + " (at " +
+              at(pos(kernels_at, "facts.kernels")) + ") lists no \"te\"",
+          "add \"te\" to facts.kernels, or remove te_version where Transformer Engine is not installed");
   }
 
   // A partition refining [defaults]: contradictions that only appear once both are merged.

@@ -178,4 +178,28 @@ TEST(Kernels, TeVersionIsAFactThatPricesAStatedFusedLoss) {
   advisor::validate(t);
 }
 
+
+// A TE version beside a kernel list without "te" is a contradiction in the site's facts, refused where it arises:
+// in [defaults] itself, or in a partition that sets one of the two over the other from [defaults].
+TEST(Kernels, TeVersionWithoutTeInTheKernelListIsRefused) {
+  EXPECT_EQ(parse_error("[defaults.facts]\nkernels = [\"deepep\"]\nte_version = \"2.14\"\n"),
+            "p.toml:3:14: defaults.facts.te_version: says Transformer Engine 2.14 is installed, but "
+            "defaults.facts.kernels (at 2:11) lists no \"te\"; valid: add \"te\" to facts.kernels, or remove "
+            "te_version where Transformer Engine is not installed");
+  EXPECT_EQ(parse_error("[defaults.facts]\nkernels = []\n[partition.gpu.facts]\nte_version = \"2.8\"\n"),
+            "p.toml:4:14: partition.gpu.facts.te_version: says Transformer Engine 2.8 is installed, but "
+            "defaults.facts.kernels (at 2:11) lists no \"te\"; valid: add \"te\" to facts.kernels, or remove "
+            "te_version where Transformer Engine is not installed");
+  EXPECT_NE(parse_error("[defaults.facts]\nte_version = \"2.8\"\n[partition.gpu.facts]\nkernels = [\"flash3\"]\n")
+                .find("partition.gpu.facts.kernels (at 4:11) lists no \"te\""),
+            std::string::npos);
+  // Controls: TE listed, or either fact alone, or a partition that lists TE again over [defaults]' list.
+  EXPECT_EQ(parse_error("[defaults.facts]\nkernels = [\"te\", \"deepep\"]\nte_version = \"2.14\"\n"), "(no error)");
+  EXPECT_EQ(parse_error("[defaults.facts]\nkernels = [\"deepep\"]\n"), "(no error)");
+  EXPECT_EQ(parse_error("[defaults.facts]\nte_version = \"2.14\"\n"), "(no error)");
+  EXPECT_EQ(parse_error("[defaults.facts]\nkernels = []\n[partition.gpu.facts]\nkernels = [\"te\"]\n"
+                        "te_version = \"2.8\"\n"),
+            "(no error)");
+}
+
 }  // namespace paratune::policies
