@@ -96,6 +96,8 @@ def check_nemo(f, kv):
     if f["loss_fusion"] != "off":
         expect("model.config.cross_entropy_loss_fusion", kv["model.config.cross_entropy_loss_fusion"], True)
         expect("model.config.cross_entropy_fusion_impl", kv["model.config.cross_entropy_fusion_impl"], f["loss_fusion"])
+    elif f.get("loss_fusion_stated"):  # stated off: the recipe's own fusion is switched off, not left to the recipe
+        expect("model.config.cross_entropy_loss_fusion", kv.get("model.config.cross_entropy_loss_fusion"), False)
     expect("trainer.strategy.num_distributed_optimizer_instances",
            kv.get("trainer.strategy.num_distributed_optimizer_instances", 1), optimizer_instances(f))
     layout = kv.get("trainer.strategy.pipeline_model_parallel_layout")

@@ -85,6 +85,7 @@ json facts(const Scenario& s, const Plan& p, const FrameworkArgs& a) {
           {"ep", l.ep}, {"etp", l.etp},
           {"dispatcher", to_string(l.dispatcher)},
           {"loss_fusion", to_string(planned_loss_fusion(s))},
+          {"loss_fusion_stated", s.training.cross_entropy_fusion.has_value()},
           {"master", kLaunch.master_addr + ":" + kLaunch.master_port},
           {"job_id", kLaunch.job_id}};
 }
@@ -189,6 +190,10 @@ int special_cases(const fs::path& out) {
       te.cluster.te_version = "2.14";
       te.training.cross_entropy_fusion = v.id == "main" ? LossFusion::Native : LossFusion::Te;
       n += emit(out / ("advised-8b-fused-loss__" + tag), te, advise(te));
+      // Stated off: NeMo says so in the recipe's own key (its recipes may fuse), Megatron gives no flag.
+      Scenario unfused = scenario("llama3-8b", f, v.id, 1);
+      unfused.training.cross_entropy_fusion = LossFusion::Off;
+      n += emit(out / ("advised-8b-unfused-loss__" + tag), unfused, advise(unfused));
       if (f == Framework::Nemo || v.id == "main") {
         Plan off = fixed(s8, 1, 1, 1, 1, Recompute::None);
         off.layout.offload_layers = 8;
