@@ -1,6 +1,8 @@
 // Pipeline terms: layers per stage, stage times and the fill/drain bubble, point-to-point traffic
 // (Narayanan et al. 2021 §2.2; docs/model.md §3).
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "terms.h"
 
@@ -101,6 +103,44 @@ void stage_layers(const Resolved& R, const Layout& l, int* first, int* mid, int*
 
 double Stages::max() const { return std::max({first, mid, last}); }
 
+namespace {
+
+// The candidate splits of plan_stage_layers: f layers on the first rank, la on the last, the rest over the middle
+// ranks as evenly as whole layers allow; each rank's time is its layers' (and the embedding's or the LM head's).
+struct StageSplits {
+  int L, p, hi;
+  double per_layer, emb, head;
+
+  int la_first(int f) const { return p == 2 ? L - f : 1; }
+  int la_last(int f) const { return p == 2 ? L - f : std::min(hi, L - f - (p - 2)); }  // the middle keeps >= 1 each
+  int mid(int f, int la) const { return p > 2 ? (L - f - la + p - 3) / (p - 2) : 0; }
+  double first_s(int f) const { return emb + f * per_layer; }
+  double last_s(int la) const { return head + la * per_layer; }
+  double slowest(int f, int la) const { return std::max({first_s(f), last_s(la), mid(f, la) * per_layer}); }
+
+  // The fastest slowest rank over every split. For a given f the last rank's time rises with la and the middle's
+  // falls, so the best la is where they cross (a binary search); the first rank's time rises with f, so once it
+  // alone reaches the best found no larger f can do better.
+  double fastest() const {
+    double best = std::numeric_limits<double>::infinity();
+    for (int f = 1; f <= hi && first_s(f) < best; ++f) {
+      int lo = la_first(f), up = la_last(f);
+      if (lo > up) continue;
+      int a = lo, b = up + 1;
+      while (a < b) {
+        const int m = a + (b - a) / 2;
+        if (last_s(m) >= mid(f, m) * per_layer) b = m;
+        else a = m + 1;
+      }
+      if (a <= up) best = std::min(best, slowest(f, a));
+      if (a - 1 >= lo) best = std::min(best, slowest(f, a - 1));
+    }
+    return best;
+  }
+};
+
+}  // namespace
+
 void plan_stage_layers(int L, int p, double per_layer, double emb, double head, int* first, int* last) {
   *first = *last = 0;
   if (p < 2 || per_layer <= 0 || L < p) return;
@@ -108,23 +148,31 @@ void plan_stage_layers(int L, int p, double per_layer, double emb, double head, 
   // stages: docs/source/api-guide/pipeline_parallel_layout.md at core_v0.14/0.15, "it is legal to have empty
   // stages"), so a rank may hold fewer layers than chunks. The interleaved schedule still runs an empty chunk's slots
   // (its activations pass on, with no compute): that cost is not modelled, stage_times divides the bubble by v as
-  // for full chunks. The middle ranks share the rest as evenly as whole layers allow. Try every first/last count
-  // around the balance point and keep the one whose slowest rank is the fastest (ties: the more even split).
-  // A rank never needs more than twice the mean (the others would then hold less than theirs).
-  const int hi = std::min(L - (p - 1), 2 * ((L + p - 1) / p) + 2);
+  // for full chunks. The middle ranks share the rest as evenly as whole layers allow. Of the first/last counts around
+  // the balance point keep the one whose slowest rank is the fastest (ties: the more even split, then the first in
+  // f-major order). A rank never needs more than twice the mean (the others would then hold less than theirs).
+  const StageSplits sp{L, p, std::min(L - (p - 1), 2 * ((L + p - 1) / p) + 2), per_layer, emb, head};
+  // Only splits within a hair of the fastest can be kept (a tie moves the best by 1e-12 at most per step of
+  // evenness, a few hundred steps at most), so the ranking pass visits just those, in the same order.
+  const double cap = sp.fastest() * (1 + 1e-6);
   double best = 1e300;
   int best_skew = 1 << 30;
-  for (int f = 1; f <= hi; ++f)
-    for (int la = p == 2 ? L - f : 1; la <= (p == 2 ? L - f : hi); ++la) {
-      const int rest = L - f - la;
-      if (p == 2 ? rest != 0 : rest < p - 2) continue;
-      const int mid = p > 2 ? (rest + p - 3) / (p - 2) : 0;
-      const double slowest = std::max({emb + f * per_layer, head + la * per_layer, mid * per_layer});
-      const int skew = std::abs(f - la) + std::abs(f - mid);
+  for (int f = 1; f <= sp.hi && sp.first_s(f) <= cap; ++f) {
+    int lo = sp.la_first(f);
+    const int up = sp.la_last(f);
+    if (p > 2) {  // skip the splits whose middle ranks alone are slower than the cap
+      const double most_mid = std::floor(cap / per_layer) + 1;
+      const double from = L - f - most_mid * (p - 2);
+      if (from > lo) lo = from > up ? up + 1 : int(from);
+    }
+    for (int la = lo; la <= up && sp.last_s(la) <= cap; ++la) {
+      const double slowest = sp.slowest(f, la);
+      const int skew = std::abs(f - la) + std::abs(f - sp.mid(f, la));
       if (slowest < best * (1 - 1e-12) || (slowest <= best * (1 + 1e-12) && skew < best_skew)) {
         best = slowest, best_skew = skew, *first = f, *last = la;
       }
     }
+  }
 }
 
 double schedule_bubble(PipelineSchedule s, double idle, double idle_w, int v) {
