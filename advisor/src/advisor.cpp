@@ -34,7 +34,7 @@ const char* kMemTerm[] = {"weights", "gradients", "optimizer states", "activatio
 
 bool hopper_plus(const Scenario& s) {
   if (!is_gpu_key(s.cluster.gpu)) return false;
-  const GpuArch a = effective_gpu(s.cluster).arch;
+  const GpuArch a = gpu_spec(s.cluster.gpu).arch;  // the catalog's: overrides never change the architecture
   return a == GpuArch::Hopper || a == GpuArch::Blackwell;
 }
 

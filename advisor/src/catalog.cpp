@@ -3,6 +3,7 @@
 #include "paratune/advisor/catalog.h"
 
 #include <algorithm>
+#include <string_view>
 #include <stdexcept>
 
 namespace paratune::advisor {
@@ -143,17 +144,22 @@ const std::vector<GpuSpec>& table() {
   return t;
 }
 
+bool same_key(std::string_view a, std::string_view b) {  // case-insensitive, without a copy (a hot path)
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
+}
+
 const GpuSpec* find_gpu(const std::string& key) {
   static const std::vector<std::pair<std::string, std::string>> aliases = {
       {"t4-16gb", "t4"}, {"l40s-48gb", "l40s"}, {"mi250x-128gb", "mi250x"}, {"mi250x-64gb", "mi250x"},
       {"mi300x-192gb", "mi300x"}, {"h100-sxm-80gb", "h100-sxm5-80gb"}, {"h200-sxm5-141gb", "h200-sxm-141gb"},
       {"b200-180gb", "b200-sxm-180gb"}, {"gb200-186gb", "gb200"}, {"gb300-288gb", "gb300"}};
-  std::string k = key;
-  std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string_view k = key;
   for (const auto& [a, b] : aliases)
-    if (k == a) k = b;
+    if (same_key(k, a)) k = b;
   for (const auto& g : table())
-    if (g.key == k) return &g;
+    if (same_key(g.key, k)) return &g;
   return nullptr;
 }
 

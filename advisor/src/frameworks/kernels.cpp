@@ -15,7 +15,7 @@ bool megatron_core(Framework f) { return f == Framework::Megatron || f == Framew
 
 bool hopper_or_blackwell(const Scenario& s) {
   if (!is_gpu_key(s.cluster.gpu)) return false;
-  const GpuArch a = effective_gpu(s.cluster).arch;
+  const GpuArch a = gpu_spec(s.cluster.gpu).arch;  // the catalog's: overrides never change the architecture
   return a == GpuArch::Hopper || a == GpuArch::Blackwell;
 }
 

@@ -283,7 +283,7 @@ double moe_optimizer_s(const Resolved& R, const Layout& l) {
 void moe_step_flops(const Resolved& R, const Layout& l, double* model_flops, double* hw_flops) {
   const ModelDims& d = R.m;
   const double tokens = double(R.s.training.global_batch) * d.s;
-  *model_flops = tokens * model_flops_per_token(R.s.model);
+  *model_flops = tokens * R.model_flops_per_token;
   const double attn = 2.0 * d.L * d.s * d.a * (R.moe.dqk + R.moe.dv);  // forward attention scores, per token
   const double active_layer = R.moe.P_attn + (1 - R.moe.mix) * R.moe.P_dense_mlp +
                               R.moe.mix * (R.moe.P_shared + R.moe.P_router + R.moe.k * R.moe.P_expert);

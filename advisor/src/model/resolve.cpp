@@ -119,6 +119,7 @@ Resolved resolve(const Scenario& s, Framework f, const ModelParams& p) {
   if (s.cluster.measured) apply_measured(*s.cluster.measured, p, R);  // a hardware profile's rates (profile.h)
   R.stack = stack_profile(s, f, g, p);
   R.m = model_dims(s.model);
+  R.model_flops_per_token = model_flops_per_token(s.model);
   R.moe = moe_dims(s, f);  // MoE / MLA / head_dim / MTP: the generalised layer (moe_dims.cpp); off for dense models
   return R;
 }

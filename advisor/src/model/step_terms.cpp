@@ -96,7 +96,7 @@ double optimizer_s(const Resolved& R, const Layout& l) {
 void step_flops(const Resolved& R, const Layout& l, double* model_flops, double* hw_flops) {
   const ModelDims& d = R.m;
   const double tokens = double(R.s.training.global_batch) * d.s;
-  *model_flops = tokens * model_flops_per_token(R.s.model);
+  *model_flops = tokens * R.model_flops_per_token;
   const double rc = l.recompute == Recompute::Full        ? tokens * (2 * d.L * d.P_layer + 4.0 * d.L * d.h * d.s)
                     : l.recompute == Recompute::Selective ? tokens * 4.0 * d.L * d.h * d.s
                                                           : 0;

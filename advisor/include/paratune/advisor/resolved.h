@@ -67,6 +67,7 @@ struct Resolved {
   StackProfile stack;
   ModelDims m;
   MoeDims moe;
+  double model_flops_per_token = 0;  // the model's 6N + attention convention (counts.cpp), once per scenario
   double peak = 0;         // FLOP/s, 16-bit, achieved for large GEMMs (fitted efficiency applied)
   double peak_lin = 0;     // FLOP/s for linear layers (FP8 gain applied)
   double hbm = 0;          // bytes/s achieved for streaming kernels
