@@ -252,6 +252,8 @@ void write_moe(std::ostream& md, MoeInputs& in) {
                                     : "")
      << "\n\n";
 
+  write_moe_scaling(md, rows, loso);
+
   const auto spec = calib::moe_fit_spec();
   const auto x = calib::moe_extract(fitted), xs = calib::moe_extract(in.shipped);
   md << "### MoE parameters\n\n| parameter | prior | fitted on all MoE rows | shipped |\n|---|---|---|---|\n";

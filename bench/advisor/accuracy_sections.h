@@ -66,6 +66,9 @@ struct MoeInputs {
   std::map<std::string, double> loso_s, lomo_s;
 };
 void write_moe(std::ostream& md, MoeInputs& in);
+// Rows of one model, GPU and layout at several micro-batch counts: t = a m + b, measured and predicted (loso aligned
+// with rows) (accuracy_moe_scaling.cpp).
+void write_moe_scaling(std::ostream& md, const std::vector<Row>& rows, const std::vector<double>& loso);
 
 // The recipe check (accuracy_recipes.cpp): advise against the newest Megatron-Bridge recipes, dense and MoE, with
 // each recipe's own measured time against its predictions: the dense ones (rows of `dense`, which `held` is aligned
