@@ -217,12 +217,17 @@ nlohmann::json others_json(const std::vector<FrameworkArgs>& others) {
   return out;
 }
 
-// A file's lines, each indented under its heading (the last newline kept once).
+// A file's lines, each indented under its heading (blank lines left blank; one final newline).
 std::string indented(const std::string& content) {
-  std::string shown = "    " + content;
-  for (size_t p = 0; (p = shown.find('\n', p)) != std::string::npos && p + 1 < shown.size(); p += 5)
-    shown.replace(p, 1, "\n    ");
-  if (shown.empty() || shown.back() != '\n') shown += '\n';
+  std::string shown;
+  size_t from = 0;
+  while (from < content.size()) {
+    size_t end = content.find('\n', from);
+    if (end == std::string::npos) end = content.size();
+    if (end > from) shown += "    " + content.substr(from, end - from);
+    shown += '\n';
+    from = end + 1;
+  }
   return shown;
 }
 

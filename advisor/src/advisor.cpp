@@ -656,40 +656,50 @@ void search_framework(const Scenario& s, Framework f, const Evaluator& ev, const
 }
 
 // Why the scenario itself rules framework f out, whatever the layout ("" if it does not): the scenario as stated
-// for f at f's default version (a stated fused loss, FP8, fp16 or a kernel the site lacks).
+// for f at f's default version (a stated fused loss, FP8 or fp16 the framework has no setting for, a kernel the
+// site lacks). tp_comm_overlap is left out: it acts at tp > 1 only, and the per-layout checks drop just the layouts
+// that would need it.
 std::string scenario_refuses(const Scenario& s, Framework f) {
   Scenario other = s;
   other.training.framework = f;
   other.training.framework_version.clear();
+  other.training.tp_comm_overlap.reset();
   try {
     validate(other);
   } catch (const std::exception& e) {
-    return e.what();
+    std::string why = e.what();
+    // validate() files the stack's refusals under training.framework_version; the version is f's default here.
+    const std::string prefix = "training.framework_version: ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    return why;
   }
   return "";
 }
 
-// --all-frameworks: the other frameworks the scenario does not rule out; those it does, with the reason, in
-// `refused` (a plan must say why a framework never entered the comparison).
+// The frameworks to search: the scenario's, or with --all-frameworks (or a policy that replaces it) the others the
+// scenario does not rule out; those it does, with the reason, in `refused` (a plan must say why a framework never
+// entered the comparison).
 std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimits& limits,
                                             std::vector<std::string>* refused = nullptr) {
-  std::vector<Framework> fws;
+  std::vector<Framework> candidates;
   if (limits.all_frameworks) {
     // NeMo and AutoModel are priced as the stack they run on (Megatron-Core, torchtitan's PyTorch-native one): each
     // joins the comparison only when the scenario names it.
     for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan,
-                        Framework::Nemo, Framework::Automodel}) {
-      if (!allowed(limits.frameworks, f) || (f == Framework::Nemo && s.training.framework != Framework::Nemo) ||
-          (f == Framework::Automodel && s.training.framework != Framework::Automodel))
-        continue;
-      const std::string why = f == s.training.framework ? "" : scenario_refuses(s, f);
-      if (why.empty()) fws.push_back(f);
-      else if (refused) refused->push_back(std::string(to_string(f)) + " not searched: " + why);
-    }
+                        Framework::Nemo, Framework::Automodel})
+      if (allowed(limits.frameworks, f) && (f != Framework::Nemo || s.training.framework == Framework::Nemo) &&
+          (f != Framework::Automodel || s.training.framework == Framework::Automodel))
+        candidates.push_back(f);
   } else if (!allowed(limits.frameworks, s.training.framework)) {
-    fws = limits.frameworks;
+    candidates = limits.frameworks;
   } else {
-    fws.push_back(s.training.framework);
+    return {s.training.framework};
+  }
+  std::vector<Framework> fws;
+  for (Framework f : candidates) {
+    const std::string why = f == s.training.framework ? "" : scenario_refuses(s, f);
+    if (why.empty()) fws.push_back(f);
+    else if (refused) refused->push_back(std::string(to_string(f)) + " not searched: " + why);
   }
   return fws;
 }

@@ -798,25 +798,33 @@ class Parser {
 
   // facts.te_version says Transformer Engine is installed; facts.kernels, where given, lists what is: a version
   // beside a list without "te" leaves the site's facts contradicting each other (the plan would take TE as absent
-  // and its stated version as the one installed). Checked on [defaults] and on each partition merged with it, at
-  // the layer that set the later of the two.
+  // and its stated version as the one installed). Checked on [defaults] and on each partition merged with it, and
+  // reported at the key the later layer set (the version where it set one, else its kernel list).
   void check_te_facts(const PolicyLayer& D, const PolicyLayer* P, const std::string& path) {
     const PolicyLayer& top = P ? *P : D;
-    const auto& kernels = top.facts.kernels ? top.facts.kernels : D.facts.kernels;
-    const auto& version = top.facts.te_version ? top.facts.te_version : D.facts.te_version;
-    if (!kernels || !version || !(top.facts.kernels || top.facts.te_version)) return;
-    if (std::find(kernels->begin(), kernels->end(), advisor::Kernel::TransformerEngine) != kernels->end()) return;
     const PolicyLayer& kernels_at = top.facts.kernels ? top : D;
     const PolicyLayer& version_at = top.facts.te_version ? top : D;
+    const auto& kernels = kernels_at.facts.kernels;
+    const auto& version = version_at.facts.te_version;
+    if (!kernels || !version || !(top.facts.kernels || top.facts.te_version)) return;
+    if (std::find(kernels->begin(), kernels->end(), advisor::Kernel::TransformerEngine) != kernels->end()) return;
     auto pos = [](const PolicyLayer& L, const std::string& k) {
       auto it = L.positions.find(k);
       return it == L.positions.end() ? SourcePos{} : it->second;
     };
-    const std::string kernels_where = std::string(&kernels_at == &D ? "defaults" : path) + ".facts.kernels";
-    error(pos(version_at, "facts.te_version"), path + ".facts.te_version",
-          "says Transformer Engine " + *version + " is installed, but " + kernels_where + " (at " +
-              at(pos(kernels_at, "facts.kernels")) + ") lists no \"te\"",
-          "add \"te\" to facts.kernels, or remove te_version where Transformer Engine is not installed");
+    auto where = [&](const PolicyLayer& L, const char* key) {
+      const std::string k = std::string("facts.") + key;
+      return (&L == &D ? std::string("defaults") : path) + "." + k + " (at " + at(pos(L, k)) + ")";
+    };
+    const char* fix = "add \"te\" to facts.kernels, or remove te_version where Transformer Engine is not installed";
+    if (top.facts.te_version)
+      error(pos(top, "facts.te_version"), path + ".facts.te_version",
+            "says Transformer Engine " + *version + " is installed, but " + where(kernels_at, "kernels") +
+                " lists no \"te\"", fix);
+    else
+      error(pos(top, "facts.kernels"), path + ".facts.kernels",
+            "lists no \"te\", but " + where(version_at, "te_version") + " says Transformer Engine " + *version +
+                " is installed", fix);
   }
 
   // A partition refining [defaults]: contradictions that only appear once both are merged.

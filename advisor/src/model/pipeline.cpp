@@ -143,7 +143,8 @@ struct StageSplits {
 
 void plan_stage_layers(int L, int p, double per_layer, double emb, double head, int* first, int* last) {
   *first = *last = 0;
-  if (p < 2 || per_layer <= 0 || L < p) return;
+  // Times are the evaluator's, finite; anything else plans no split (the search below relies on ordered times).
+  if (p < 2 || !(per_layer > 0) || L < p || !std::isfinite(per_layer + emb + head)) return;
   // Every rank keeps at least one layer; a virtual chunk may be left empty (Megatron-Core's layout accepts empty
   // stages: docs/source/api-guide/pipeline_parallel_layout.md at core_v0.14/0.15, "it is legal to have empty
   // stages"), so a rank may hold fewer layers than chunks. The interleaved schedule still runs an empty chunk's slots
