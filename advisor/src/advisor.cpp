@@ -32,12 +32,6 @@ std::string fmt(const char* f, double v) {
 
 const char* kMemTerm[] = {"weights", "gradients", "optimizer states", "activations", "logits", "buffers"};
 
-bool hopper_plus(const Scenario& s) {
-  if (!is_gpu_key(s.cluster.gpu)) return false;
-  const GpuArch a = gpu_spec(s.cluster.gpu).arch;  // the catalog's: overrides never change the architecture
-  return a == GpuArch::Hopper || a == GpuArch::Blackwell;
-}
-
 // Expert parallelism (docs/model.md §9): "parallel folding" — the experts' etp x ep x edp ranks are the attention's
 // tp x cp x dp; what each framework's MoE runs.
 std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) {
@@ -70,7 +64,7 @@ std::string moe_layout_problem(const Scenario& s, const Layout& l, Framework f) 
     return std::string(to_string(f)) + ": its expert parallelism has no " + to_string(l.dispatcher) + " dispatcher";
   if (f == Framework::Torchtitan && l.etp != 1 && l.etp != l.tp)
     return "torchtitan: expert_tensor_parallel_degree must be 1 or tensor_parallel_degree";
-  if (l.dispatcher == Dispatcher::Flex && !hopper_plus(s))
+  if (l.dispatcher == Dispatcher::Flex && !hopper_or_blackwell(s.cluster.gpu))
     return "dispatcher flex (DeepEP / HybridEP kernels) needs Hopper or Blackwell GPUs";
   if (l.zero_stage >= 3 && mcore) return "zero_stage 3 (Megatron-FSDP) with experts is not modelled; use 0 or 1";
   if (m.moe_pad_to_capacity) {

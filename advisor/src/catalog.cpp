@@ -179,6 +179,11 @@ const GpuSpec& gpu_spec(const std::string& key) {
 
 bool is_gpu_key(const std::string& key) { return find_gpu(key) != nullptr; }
 
+bool hopper_or_blackwell(const std::string& key) {
+  const GpuSpec* g = find_gpu(key);  // the catalog's: [cluster.gpu_spec] overrides never change the architecture
+  return g && (g->arch == GpuArch::Hopper || g->arch == GpuArch::Blackwell);
+}
+
 bool gpu_described(const ClusterSpec& c) { return is_gpu_key(c.gpu) || (c.peak_tflops > 0 && c.memory_gib > 0); }
 
 std::vector<std::string> gpu_keys() {

@@ -14,6 +14,14 @@
 
 namespace paratune::accuracy {
 
+std::string expert_layout(const advisor::Layout& l) {
+  std::string s = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " ep" + std::to_string(l.ep);
+  if (l.etp > 1) s += " etp" + std::to_string(l.etp);
+  if (l.cp > 1) s += " cp" + std::to_string(l.cp);
+  if (l.virtual_stages > 1) s += " v" + std::to_string(l.virtual_stages);
+  return s + " mb" + std::to_string(l.micro_batch);
+}
+
 namespace {
 
 using advisor::Layout;
@@ -22,13 +30,6 @@ using Key = std::function<std::string(const Row&)>;
 
 std::string f2(double v, const char* fmt = "%.2f") { return formatted(v, fmt); }
 
-std::string expert_layout(const Layout& l) {
-  std::string s = "tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " ep" + std::to_string(l.ep);
-  if (l.etp > 1) s += " etp" + std::to_string(l.etp);
-  if (l.cp > 1) s += " cp" + std::to_string(l.cp);
-  if (l.virtual_stages > 1) s += " v" + std::to_string(l.virtual_stages);
-  return s + " mb" + std::to_string(l.micro_batch);
-}
 
 // Refit the MoE terms without each value of `key`, predict that value's rows (two threads).
 std::vector<double> held_out_moe(const std::vector<Row>& rows, const ModelParams& start, const Key& key) {

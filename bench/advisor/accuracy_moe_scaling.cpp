@@ -29,19 +29,12 @@ Line fit_line(const std::vector<double>& m, const std::vector<double>& t) {
   return l;
 }
 
-std::string layout_key(const Row& r) {
-  const advisor::Layout& l = r.l;
-  return r.s.cluster.gpu + " | tp" + std::to_string(l.tp) + " pp" + std::to_string(l.pp) + " ep" +
-         std::to_string(l.ep) + (l.virtual_stages > 1 ? " v" + std::to_string(l.virtual_stages) : "") + " mb" +
-         std::to_string(l.micro_batch);
-}
-
 }  // namespace
 
 void write_moe_scaling(std::ostream& md, const std::vector<Row>& rows, const std::vector<double>& loso) {
   std::map<std::string, std::vector<size_t>> groups;  // model | GPU | layout -> scored rows
   for (size_t i = 0; i < rows.size(); ++i)
-    if (!rows[i].rank_only) groups[calib::moe_model_of(rows[i]) + " | " + layout_key(rows[i])].push_back(i);
+    if (!rows[i].rank_only) groups[calib::moe_model_of(rows[i]) + " | " + rows[i].s.cluster.gpu + " | " + expert_layout(rows[i].l)].push_back(i);
   md << "### Per micro-batch and per step\n\n"
      << "Rows of one model, GPU type and layout measured at several GPU counts run different numbers of "
         "micro-batches per step (m); a step is m micro-batches of work plus what it costs once (pipeline fill and "

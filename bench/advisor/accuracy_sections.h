@@ -66,6 +66,8 @@ struct MoeInputs {
   std::map<std::string, double> loso_s, lomo_s;
 };
 void write_moe(std::ostream& md, MoeInputs& in);
+// An expert layout as the MoE tables print it: "tp1 pp8 ep32 etp2 cp2 v4 mb1" (etp, cp, v where above 1).
+std::string expert_layout(const advisor::Layout& l);
 // Rows of one model, GPU and layout at several micro-batch counts: t = a m + b, measured and predicted (loso aligned
 // with rows) (accuracy_moe_scaling.cpp).
 void write_moe_scaling(std::ostream& md, const std::vector<Row>& rows, const std::vector<double>& loso);

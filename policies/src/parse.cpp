@@ -796,6 +796,12 @@ class Parser {
     }
   }
 
+  // Where a layer set a key (its first line and column), or nowhere known.
+  static SourcePos position_of(const PolicyLayer& L, const std::string& key) {
+    auto it = L.positions.find(key);
+    return it == L.positions.end() ? SourcePos{} : it->second;
+  }
+
   // facts.te_version says Transformer Engine is installed; facts.kernels, where given, lists what is: a version
   // beside a list without "te" leaves the site's facts contradicting each other (the plan would take TE as absent
   // and its stated version as the one installed). Checked on [defaults] and on each partition merged with it, and
@@ -807,39 +813,31 @@ class Parser {
     const auto& kernels = kernels_at.facts.kernels;
     const auto& version = version_at.facts.te_version;
     if (!kernels || !version || !(top.facts.kernels || top.facts.te_version)) return;
-    if (std::find(kernels->begin(), kernels->end(), advisor::Kernel::TransformerEngine) != kernels->end()) return;
-    auto pos = [](const PolicyLayer& L, const std::string& k) {
-      auto it = L.positions.find(k);
-      return it == L.positions.end() ? SourcePos{} : it->second;
-    };
+    if (contains(*kernels, advisor::Kernel::TransformerEngine)) return;
     auto where = [&](const PolicyLayer& L, const char* key) {
       const std::string k = std::string("facts.") + key;
-      return (&L == &D ? std::string("defaults") : path) + "." + k + " (at " + at(pos(L, k)) + ")";
+      return (&L == &D ? std::string("defaults") : path) + "." + k + " (at " + at(position_of(L, k)) + ")";
     };
     const char* fix = "add \"te\" to facts.kernels, or remove te_version where Transformer Engine is not installed";
     if (top.facts.te_version)
-      error(pos(top, "facts.te_version"), path + ".facts.te_version",
+      error(position_of(top, "facts.te_version"), path + ".facts.te_version",
             "says Transformer Engine " + *version + " is installed, but " + where(kernels_at, "kernels") +
                 " lists no \"te\"", fix);
     else
-      error(pos(top, "facts.kernels"), path + ".facts.kernels",
+      error(position_of(top, "facts.kernels"), path + ".facts.kernels",
             "lists no \"te\", but " + where(version_at, "te_version") + " says Transformer Engine " + *version +
                 " is installed", fix);
   }
 
   // A partition refining [defaults]: contradictions that only appear once both are merged.
   void check_across(const PolicyLayer& D, const PolicyLayer& P, const std::string& path) {
-    auto pos = [](const PolicyLayer& L, const std::string& k) {
-      auto it = L.positions.find(k);
-      return it == L.positions.end() ? SourcePos{} : it->second;
-    };
     for (const auto* which : {"force", "default"}) {
       const auto& m = std::string(which) == "force" ? P.force : P.defaults;
       for (const auto& [name, value] : m) {
         (void)value;
         if (!contains(D.forbid, name) || contains(P.forbid, name)) continue;
-        error(pos(P, std::string("env.") + which + "." + name), path + ".env." + which + "." + key_part(name),
-              "forbidden by [defaults] env.forbid (at " + at(pos(D, "env.forbid." + name)) +
+        error(position_of(P, std::string("env.") + which + "." + name), path + ".env." + which + "." + key_part(name),
+              "forbidden by [defaults] env.forbid (at " + at(position_of(D, "env.forbid." + name)) +
                   "); a partition cannot lift a forbid",
               "a variable [defaults] does not forbid");
       }
@@ -851,14 +849,14 @@ class Parser {
       const bool max_here = P.max_micro_batch.has_value();
       if (min_here && max_here) return;  // reported by the section itself
       if (max_here)
-        error(pos(P, "limits.max_micro_batch"), path + ".limits.max_micro_batch",
+        error(position_of(P, "limits.max_micro_batch"), path + ".limits.max_micro_batch",
               std::to_string(*max_mb) + " is below [defaults] limits.min_micro_batch = " + std::to_string(min_mb) +
-                  " (at " + at(pos(D, "limits.min_micro_batch")) + ")",
+                  " (at " + at(position_of(D, "limits.min_micro_batch")) + ")",
               ">= " + std::to_string(min_mb) + " (or set min_micro_batch here too)");
       else
-        error(pos(P, "limits.min_micro_batch"), path + ".limits.min_micro_batch",
+        error(position_of(P, "limits.min_micro_batch"), path + ".limits.min_micro_batch",
               std::to_string(min_mb) + " is above [defaults] limits.max_micro_batch = " + std::to_string(*max_mb) +
-                  " (at " + at(pos(D, "limits.max_micro_batch")) + ")",
+                  " (at " + at(position_of(D, "limits.max_micro_batch")) + ")",
               "<= " + std::to_string(*max_mb) + " (or set max_micro_batch here too)");
     }
   }

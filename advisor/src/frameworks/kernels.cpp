@@ -13,12 +13,6 @@ namespace {
 
 bool megatron_core(Framework f) { return f == Framework::Megatron || f == Framework::Nemo; }
 
-bool hopper_or_blackwell(const Scenario& s) {
-  if (!is_gpu_key(s.cluster.gpu)) return false;
-  const GpuArch a = gpu_spec(s.cluster.gpu).arch;  // the catalog's: overrides never change the architecture
-  return a == GpuArch::Hopper || a == GpuArch::Blackwell;
-}
-
 // Megatron-LM main names the backend; 0.14/0.15 and NeMo 2.4 have DeepEP only (--moe-enable-deepep). torchtitan
 // v0.2.2 has DeepEP only ([parallelism] expert_parallel_comm_backend = "deepep"); main builds DeepEP or HybridEP
 // dispatchers (models/common/config_utils.py: comm_backend "deepep" / "hybridep").
@@ -40,7 +34,7 @@ std::string flex_setting(const Scenario& s, Framework f, Kernel k) {
 
 // Megatron-Core's TP overlap (userbuffers) is Transformer Engine's; on by default on Hopper/Blackwell where TE is.
 bool te_tp_overlap(const Scenario& s, const Layout& l, Framework f) {
-  const bool by_default = hopper_or_blackwell(s) && !s.cluster.lacks(Kernel::TransformerEngine);
+  const bool by_default = hopper_or_blackwell(s.cluster.gpu) && !s.cluster.lacks(Kernel::TransformerEngine);
   return megatron_core(f) && l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(by_default);
 }
 
@@ -49,7 +43,7 @@ bool te_tp_overlap(const Scenario& s, const Layout& l, Framework f) {
 bool te_attention(const Scenario& s, Framework f) {
   if (!megatron_core(f)) return false;
   if (s.training.attention) return *s.training.attention == Attention::Cudnn;
-  return hopper_or_blackwell(s) && s.training.flash_attention.value_or(true) &&
+  return hopper_or_blackwell(s.cluster.gpu) && s.training.flash_attention.value_or(true) &&
          !s.cluster.lacks(Kernel::TransformerEngine);
 }
 
@@ -102,11 +96,11 @@ std::vector<std::string> settle_kernel_defaults(Scenario& s) {
   std::vector<std::string> changed;
   TrainingSpec& t = s.training;
   if (!megatron_core(t.framework) || !s.cluster.lacks(Kernel::TransformerEngine)) return changed;
-  if (!t.tp_comm_overlap && hopper_or_blackwell(s)) {
+  if (!t.tp_comm_overlap && hopper_or_blackwell(s.cluster.gpu)) {
     t.tp_comm_overlap = false;
     changed.push_back("TP communication overlap off: it is Transformer Engine's (userbuffers), not installed");
   }
-  if (!t.attention && hopper_or_blackwell(s) && t.flash_attention.value_or(true)) {
+  if (!t.attention && hopper_or_blackwell(s.cluster.gpu) && t.flash_attention.value_or(true)) {
     t.attention = s.cluster.lacks(Kernel::FlashAttention3) ? Attention::Flash2 : Attention::Flash3;
     changed.push_back(std::string("attention from ") + (t.attention == Attention::Flash3 ? "FlashAttention-3" :
                       "FlashAttention-2") + " in place of Transformer Engine's fused cuDNN kernel (not installed)");

@@ -38,6 +38,8 @@ struct GpuSpec {
 // Catalog lookup; accepts the probe's keys and a few aliases ("h100" is not one: keys are explicit).
 const GpuSpec& gpu_spec(const std::string& key);
 bool is_gpu_key(const std::string& key);
+// A catalog GPU of the Hopper or Blackwell generation (an unknown key is not: its generation is not known).
+bool hopper_or_blackwell(const std::string& key);
 // The cluster's GPU can be priced: a catalog key, or [cluster.gpu_spec] giving at least its peak and its memory.
 bool gpu_described(const ClusterSpec& c);
 std::vector<std::string> gpu_keys();
