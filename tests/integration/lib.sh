@@ -31,11 +31,14 @@ finish() {
   rm -rf "$WORK"
 }
 
-# Run a batch script with sbatch --wait (bounded); prints the job id. Extra args go to sbatch.
+# sbatch --wait's exit status without its 2 s / 8 s / 32 s polling (sbatch_wait says why); a path, so that tests can
+# run it as another user too.
+SBATCH_WAIT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sbatch_wait
+# Run a batch script and wait for it (bounded); prints the job id. Extra args go to sbatch.
 run_batch() {
   local script=$1; shift
   # The test's own PARATUNE_TEST_* variables must not leak into the job (sbatch exports the environment).
-  (cd "$WORK" && env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI timeout 120 sbatch --parsable --wait -o "$WORK/slurm-%j.out" "$@" "$script")
+  (cd "$WORK" && env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI timeout 120 "$SBATCH_WAIT" -o "$WORK/slurm-%j.out" "$@" "$script")
 }
 
 

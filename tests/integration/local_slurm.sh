@@ -106,6 +106,9 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
 SchedulerType=sched/builtin
+# batch_sched_delay=0: a batch job is scheduled within a second of its submission, not up to 3 s later (the
+# default); the tests submit hundreds of short jobs one after another.
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu

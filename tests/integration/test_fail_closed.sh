@@ -11,7 +11,7 @@ set +e
 job=$(run_batch "$WORK/job.sh" --gpus=2 --paratune=llama3-8b); rc=$?
 set -e
 plugstack "${BASE_ARGS[@]}"
-check "sbatch --wait reports the job failed" test "$rc" -ne 0
+check "the wait for the job reports it failed" test "$rc" -ne 0
 check "the job script did not run" test ! -e "$WORK/ran.txt"
 check "the job's output says why" grep -q "paratune: .*broken.xml.*on_error = \"closed\"" "$WORK"/slurm-*.out
 check "the node is not drained" bash -c "sinfo -h -o %t | grep -qv drain"

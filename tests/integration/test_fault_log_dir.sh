@@ -14,7 +14,7 @@ runs_ok() {  # runs_ok CASE ARGS... -> job id in $job; the job must succeed
   rm -f "$WORK/ran.txt" "$WORK/batch.env"
   local rc=0
   job=$(run_batch "$WORK/job.sh" "$@") || rc=$?
-  check "$name: sbatch --wait reports success" test "$rc" -eq 0
+  check "$name: the wait for the job reports success" test "$rc" -eq 0
   check "$name: the job ran" test -s "$WORK/ran.txt"
 }
 

@@ -63,7 +63,7 @@ set +e
 job=$(run_batch "$WORK/job.sh" --gpus=2 --paratune=gpt3-1.3b); rc=$?
 set -e
 plugstack "${BASE_ARGS[@]}"
-check "broken closed policy: sbatch --wait reports the job failed" test "$rc" -ne 0
+check "broken closed policy: the wait for the job reports it failed" test "$rc" -ne 0
 check "broken closed policy: the job script did not run" test ! -e "$WORK/ran.txt"
 check "broken closed policy: the job's output says why" \
   grep -q "paratune: .*policy.*broken.*on_error = \"closed\"" "$WORK"/slurm-*.out

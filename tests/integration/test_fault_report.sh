@@ -29,11 +29,11 @@ for c in symlink symlink-readable fifo sparse garbage regular; do
   start=$(date +%s)
   set +e
   job=$(cd "$WORK" && su nobody -s /bin/bash -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI \
-        timeout 120 sbatch --parsable --wait -o '$WORK/slurm-%j.out' --gpus=8 --paratune=gpt3-1.3b '$WORK/job.sh' $c")
+        timeout 120 $SBATCH_WAIT -o '$WORK/slurm-%j.out' --gpus=8 --paratune=gpt3-1.3b '$WORK/job.sh' $c")
   rc=$?
   set -e
   took=$(( $(date +%s) - start ))
-  check "$c: sbatch --wait returned 0 (rc $rc)" test "$rc" -eq 0
+  check "$c: the wait for the job returned 0 (rc $rc)" test "$rc" -eq 0
   check "$c: the job ended within 60 s (took ${took}s: slurmstepd did not hang)" test "$took" -lt 60
   check "$c: the job ran" test -s "$WORK/ran-$c.txt"
   check "$c: one tuning-log line for the job" test "$(log_lines_for "$job")" = 1

@@ -138,7 +138,7 @@ done
 JOB
 chmod 0755 "$WORK/job.sh"
 dbd_batch() { (cd "$WORK" && env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI timeout 120 \
-  sbatch --parsable --wait -o "$WORK/slurm-%j.out" "$@" "$WORK/job.sh"); }
+  "$SBATCH_WAIT" -o "$WORK/slurm-%j.out" "$@" "$WORK/job.sh"); }
 acct_comment() {  # acct_comment JOB: AdminComment as sacct has it, waiting (20 s at most) for slurmdbd to have it
   local got=""
   for _ in $(seq 1 40); do

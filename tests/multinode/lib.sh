@@ -48,11 +48,12 @@ finish() {
   rm -rf "$WORK"
 }
 
-# Run a batch script with sbatch --wait (bounded); prints the job id. Extra args go to sbatch.
+SBATCH_WAIT=$MN_HERE/../integration/sbatch_wait   # sbatch --wait without its 2 s / 8 s / 32 s polling
+# Run a batch script and wait for it (bounded); prints the job id. Extra args go to sbatch.
 run_batch() {
   local script=$1; shift
   (cd "$WORK" && mn env -u PARATUNE_MN_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI timeout 150 \
-     sbatch --parsable --wait -o "$WORK/slurm-%j.out" "$@" "$script")
+     "$SBATCH_WAIT" -o "$WORK/slurm-%j.out" "$@" "$script")
 }
 
 tuning_lines() {  # tuning_lines JOB: the job's lines in the tuning log
