@@ -55,6 +55,10 @@ check "resume on 8 GPUs: every GPU used (TP/PP/DP/CP re-planned)" test "$(( $(va
 
 # A requeued job (SLURM_RESTART_COUNT=1, same job id and plan directory) resumes from its own previous plan.
 rq=$(run_batch "$WORK/job.sh" --requeue --gpus=8 --paratune=llama3-8b,gbs=64)
+# slurmd revokes a finished job's credential with a time stamp in whole seconds and refuses a launch whose credential
+# is not newer ("Job credential revoked": the rerun fails at once); a rerun within the second of the first run's
+# end can hit that, so the requeue waits two seconds.
+sleep 2
 scontrol requeue "$rq"
 # slurmctld holds a requeued batch job back (BeginTime) for about two minutes; it may start at once here.
 for _ in $(seq 20); do scontrol update JobId="$rq" StartTime=now 2>/dev/null && break; sleep 0.5; done
