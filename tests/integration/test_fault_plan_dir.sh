@@ -21,7 +21,7 @@ chmod 0755 "$WORK/job.sh"
 as_nobody() {  # as_nobody DIR SBATCH_ARGS...: sbatch_wait as nobody from DIR; prints the job id
   local dir=$1; shift
   (cd "$dir" && su nobody -s /bin/bash -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI \
-     timeout 120 $SBATCH_WAIT -o '$WORK/slurm-%j.out' --chdir='$WORK' $*")
+     timeout 120 '$SBATCH_WAIT' -o '$WORK/slurm-%j.out' --chdir='$WORK' $*")
 }
 mode() { stat -c '%U %a' "$1" 2>/dev/null; }
 

@@ -29,7 +29,7 @@ for c in symlink symlink-readable fifo sparse garbage regular; do
   start=$(date +%s)
   set +e
   job=$(cd "$WORK" && su nobody -s /bin/bash -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI \
-        timeout 120 $SBATCH_WAIT -o '$WORK/slurm-%j.out' --gpus=8 --paratune=gpt3-1.3b '$WORK/job.sh' $c")
+        timeout 120 '$SBATCH_WAIT' -o '$WORK/slurm-%j.out' --gpus=8 --paratune=gpt3-1.3b '$WORK/job.sh' $c")
   rc=$?
   set -e
   took=$(( $(date +%s) - start ))

@@ -13,7 +13,7 @@ for i in $(seq 4 23); do
   printf '{"step": %d, "step_time_s": %d.%02d, "tokens": 1048576}\n' "$i" $((t/100)) $((t%100)) >> "$PARATUNE_REPORT"
 done
 JOB
-job=$(cd "$WORK" && su nobody -s /bin/sh -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI SLURM_CONF=$SLURM_CONF timeout 120 $SBATCH_WAIT -o $WORK/slurm-%j.out --gpus=8 --paratune=llama3-8b $WORK/job.sh")
+job=$(cd "$WORK" && su nobody -s /bin/sh -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI SLURM_CONF=$SLURM_CONF timeout 120 '$SBATCH_WAIT' -o $WORK/slurm-%j.out --gpus=8 --paratune=llama3-8b $WORK/job.sh")
 check "one tuning-log line" test "$(log_lines_for "$job")" = 1
 check "achieved figures: median 2.0 s over 20 settled steps, warm-up excluded, ratio recorded" python3 -c "
 import json
@@ -25,14 +25,14 @@ assert abs(a['p10_step_time_s']-1.9)<1e-9 and abs(a['p90_step_time_s']-2.1)<1e-9
 assert abs(r['ratio'] - r['predicted']['step_time_s']/2.0) < 1e-6"
 
 printf '#!/bin/bash\nhead -c 4096 /dev/urandom > "$PARATUNE_REPORT"\n' > "$WORK/garbage.sh"
-job=$(cd "$WORK" && su nobody -s /bin/sh -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN SLURM_CONF=$SLURM_CONF timeout 120 $SBATCH_WAIT -o $WORK/slurm-%j.out --gpus=2 --paratune=gpt3-1.3b $WORK/garbage.sh")
+job=$(cd "$WORK" && su nobody -s /bin/sh -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN SLURM_CONF=$SLURM_CONF timeout 120 '$SBATCH_WAIT' -o $WORK/slurm-%j.out --gpus=2 --paratune=gpt3-1.3b $WORK/garbage.sh")
 check "garbage report: the line is still written, report 'invalid line N'" python3 -c "
 import json, re
 r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l][0]
 assert re.fullmatch(r'invalid line [0-9]+', r['report']), r['report']"
 
 printf '#!/bin/bash\nln -s /etc/shadow "$PARATUNE_REPORT"\n' > "$WORK/symlink.sh"
-job=$(cd "$WORK" && su nobody -s /bin/sh -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN SLURM_CONF=$SLURM_CONF timeout 120 $SBATCH_WAIT -o $WORK/slurm-%j.out --gpus=2 --paratune=gpt3-1.3b $WORK/symlink.sh")
+job=$(cd "$WORK" && su nobody -s /bin/sh -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN SLURM_CONF=$SLURM_CONF timeout 120 '$SBATCH_WAIT' -o $WORK/slurm-%j.out --gpus=2 --paratune=gpt3-1.3b $WORK/symlink.sh")
 check "symlink report: 'not a regular file', nothing of /etc/shadow in the log" python3 -c "
 import json
 r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$job\"' in l][0]

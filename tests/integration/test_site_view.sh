@@ -142,7 +142,7 @@ d=sum(float(v) for v in re.findall(r'^paratune_decisions_total\{[^}]*\} (\S+)$',
 assert re.search(r'^paratune_decisions_total\{partition=\"gpu\",mode=\"apply\",framework=\"fsdp\"\} 1$', t, re.M), t
 c=sum(float(v) for v in re.findall(r'^paratune_ratio_count\{[^}]*\} (\S+)$', t, re.M)); assert c==6, t"
 
-# The slurmctld epilog ran for the job (it may run a moment after the wait for the job returned) with the summary that
+# The slurmctld epilog ran for the job (the job stays COMPLETING until it ends; the loop is a belt) with the summary that
 # `paratune summary` gives. This cluster has no slurmdbd, so the epilog takes the scontrol path, which Slurm
 # 22.05 refuses for a finished job ("Job has already finished"): the test records that refusal as what Slurm
 # does, and asserts that slurmctld's record was not silently changed either way. With slurmdbd the epilog uses

@@ -22,7 +22,7 @@ srun --spank-facts=srun_nogpu_in_batch true
 JOB
 chmod 0755 "$WORK/job.sh"
 : > "$WORK/jobs.txt"
-job=$(as_nobody "timeout 120 $SBATCH_WAIT -o '$WORK/slurm-%j.out' --gpus=2 --spank-facts=batch --paratune=gpt3-1.3b '$WORK/job.sh'")
+job=$(as_nobody "timeout 120 '$SBATCH_WAIT' -o '$WORK/slurm-%j.out' --gpus=2 --spank-facts=batch --paratune=gpt3-1.3b '$WORK/job.sh'")
 echo "$job batch" >> "$WORK/jobs.txt"
 as_nobody "timeout 120 srun --gpus=1 --spank-facts=srun true"
 as_nobody "timeout 120 salloc --gpus=1 --spank-facts=salloc srun --spank-facts=srun_in_salloc true" 2>"$WORK/salloc.err"

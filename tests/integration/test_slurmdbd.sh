@@ -179,6 +179,8 @@ printf '#!/bin/sh\nexit 0\n' > "$hook.tmp"; chmod 0755 "$hook.tmp"; mv "$hook.tm
 # 3. Neither: no AdminComment, although the plugin ran.
 job=$(dbd_batch --gpus=8 --paratune=gpt3-1.3b)
 check "control: the plugin ran (one tuning-log line)" test "$(grep -c "\"job_id\":\"$job\"" "$DBD_LOG/tuning.jsonl")" = 1
+# slurmctld sends the job to slurmdbd from a queue of its own: the record may land a moment after the job ended.
+for _ in $(seq 1 40); do [ -n "$(sacct -n -X -P -j "$job" -o JobID 2>/dev/null)" ] && break; sleep 0.5; done
 check "control: sacct knows the job" test -n "$(sacct -n -X -P -j "$job" -o JobID 2>/dev/null)"
 check "control: no AdminComment without admin_comment=yes or the epilog" \
   test -z "$(sacct -n -X -P -j "$job" -o AdminComment%500 2>/dev/null | head -n1)"

@@ -26,7 +26,7 @@ printf '#!/bin/bash\nenv | sort > job.env\nsrun --gpus=1 bash -c "env | grep ^SL
 chmod 0755 "$WORK/job.sh"
 as_nobody() { (cd "$WORK" && su nobody -s /bin/bash -c "env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI $*"); }
 # The reference: the same job on the main cluster (default topology).
-as_nobody "timeout 120 $SBATCH_WAIT -o /dev/null --gpus=2 --paratune=gpt3-1.3b '$WORK/job.sh'" >/dev/null
+as_nobody "timeout 120 '$SBATCH_WAIT' -o /dev/null --gpus=2 --paratune=gpt3-1.3b '$WORK/job.sh'" >/dev/null
 mv "$WORK/job.env" "$WORK/default.env"
 
 block=$PARATUNE_TEST_DIR/block-cluster
@@ -41,7 +41,7 @@ check "the block cluster's slurmctld runs topology/block" \
   bash -c "SLURM_CONF='$block/etc/slurm.conf' scontrol show config | grep -Eq '^TopologyPlugin +=  *topology/block'"
 check "scontrol show topology lists block nvl1 with ptnode" \
   bash -c "SLURM_CONF='$block/etc/slurm.conf' scontrol show topology | grep -q 'BlockName=nvl1 .*Nodes=ptnode'"
-job=$(as_nobody "SLURM_CONF='$block/etc/slurm.conf' timeout 120 $SBATCH_WAIT \
+job=$(as_nobody "SLURM_CONF='$block/etc/slurm.conf' timeout 120 '$SBATCH_WAIT' \
   -o /dev/null --segment=1 --gpus=2 --paratune=gpt3-1.3b '$WORK/job.sh'")
 check "the job on the block cluster ran" test -s "$WORK/job.env"
 for v in TP PP DP CP MICRO_BATCH ZERO_STAGE; do
