@@ -65,7 +65,14 @@ for _ in $(seq 1 40); do
   expected=$("$PARATUNE_CLI" summary --job "$job" --log "$LOG_DIR" 2>/dev/null) && break
   sleep 0.25
 done
-got=$(admin_comment "$job")
+# The step tries the update after appending that line: wait (10 s at most) for its outcome, the AdminComment in
+# slurmctld or the refusal in the Slurm log.
+for _ in $(seq 1 40); do
+  got=$(admin_comment "$job")
+  [ -n "$got" ] && [ "$got" != "(null)" ] && break
+  grep -q "job $job step 0: AdminComment not set: " "$PARATUNE_TEST_DIR/log/slurmd.log" && break
+  sleep 0.25
+done
 echo "plain srun job $job: AdminComment=${got:-(none)}"
 if [ -n "$got" ] && [ "$got" != "(null)" ]; then
   check "plain srun: AdminComment, where set, is the job's summary" test "$got" = "$expected"
