@@ -42,7 +42,21 @@ run_batch() {
 }
 
 
-# Lines of the tuning log for a job.
+# wait_ended JOB: wait (30 s at most) until slurmctld has the job ended and out of COMPLETING, i.e. every step's
+# slurmstepd is done, the plugin's exit hook (the tuning-log line) included: srun and salloc return before that.
+wait_ended() {
+  [ -n "$1" ] || return 0
+  local _ info
+  for _ in $(seq 1 300); do
+    info=$(scontrol -o show job "$1" 2>/dev/null || true)
+    grep -qE ' JobState=(COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY) Reason=' \
+      <<<"$info" && return 0
+    sleep 0.1
+  done
+  echo "wait_ended: job $1 has not ended after 30 s" >&2
+}
+# Lines of the tuning log for a job, once it has ended.
 log_lines_for() {
+  wait_ended "$1"
   if [ -f "$LOG_DIR/tuning.jsonl" ]; then grep -c "\"job_id\":\"$1\"" "$LOG_DIR/tuning.jsonl" || true; else echo 0; fi
 }

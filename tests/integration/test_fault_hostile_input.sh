@@ -83,6 +83,7 @@ out=$(cd "$WORK" && env -u PARATUNE_TEST_DIR -u PARATUNE_PLUGIN -u PARATUNE_CLI 
       SLURM_NODELIST="$spoof" timeout 120 srun --gpus=2 --paratune=gpt3-1.3b bash -c 'echo $SLURM_JOB_ID')
 took=$(( $(date +%s) - start ))
 check "spoofed node list, srun: done within 30 s (took ${took}s)" test "$took" -lt 30
+wait_ended "$out"
 check "spoofed node list, srun: the tuning log has the step's real node" python3 -c "
 import json
 r=[json.loads(l) for l in open('$LOG_DIR/tuning.jsonl') if '\"job_id\":\"$out\"' in l]

@@ -97,6 +97,7 @@ salloc_run() {  # salloc_run [NAME=VALUE...] -- SALLOC_ARGS... COMMAND...: print
      timeout 120 salloc "$@" 2>>"$WORK/salloc.err")
 }
 line_of() {  # line_of JOB PYTHON: PYTHON asserts on r, the job's only tuning-log line
+  wait_ended "$1"
   python3 - "$LOG_DIR/tuning.jsonl" "$1" "$2" <<'PY'
 import json, os, pwd, sys
 path, job, cond = sys.argv[1:]
