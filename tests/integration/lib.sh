@@ -42,18 +42,14 @@ run_batch() {
 }
 
 
-# wait_ended JOB: wait (30 s at most) until slurmctld has the job ended and out of COMPLETING, i.e. every step's
-# slurmstepd is done, the plugin's exit hook (the tuning-log line) included: srun and salloc return before that.
+# wait_ended JOB: wait (30 s at most) until slurmctld has the job ended and out of COMPLETING (job_wait), i.e. every
+# step's slurmstepd is done, the plugin's exit hook (the tuning-log line) included: srun and salloc return before
+# that. The job's own exit status is not the question here.
 wait_ended() {
   [ -n "$1" ] || return 0
-  local _ info
-  for _ in $(seq 1 300); do
-    info=$(scontrol -o show job "$1" 2>/dev/null || true)
-    grep -qE ' JobState=(COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|BOOT_FAIL|DEADLINE|OUT_OF_MEMORY) Reason=' \
-      <<<"$info" && return 0
-    sleep 0.1
-  done
-  echo "wait_ended: job $1 has not ended after 30 s" >&2
+  local rc=0
+  timeout 30 "$(dirname "$SBATCH_WAIT")/job_wait" "$1" || rc=$?
+  [ "$rc" -ne 124 ] || echo "wait_ended: job $1 has not ended after 30 s" >&2
 }
 # Lines of the tuning log for a job, once it has ended.
 log_lines_for() {
