@@ -498,7 +498,9 @@ const Knob* find_knob(std::string_view full_name) {
 
 const Knob* find_spec_knob(std::string_view key) {
   for (const Knob& k : kKnobs)
-    if (k.on(surface::kSpec) && (key == k.name || key == k.spec_key || (*k.alias && key == k.alias))) return &k;
+    if (k.on(surface::kSpec) && !key.empty() &&
+        (key == k.name || (*k.spec_key && key == k.spec_key) || (*k.alias && key == k.alias)))
+      return &k;
   return nullptr;
 }
 

@@ -152,6 +152,7 @@ void apply_key(OptionSpec& spec, std::string_view token) {
   const size_t eq = token.find('=');
   const std::string_view key = token.substr(0, eq);
   const std::string_view value = token.substr(eq + 1);
+  if (key.empty()) throw SpecError("--paratune: '" + shown(token) + "': no key before '='; valid keys: " + valid_keys());
   if (value.empty()) throw SpecError("--paratune: '" + shown(token) + "': empty value for " + shown(key));
   const advisor::Knob* k = advisor::find_spec_knob(key);
   if (!k)

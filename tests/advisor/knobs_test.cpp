@@ -79,6 +79,8 @@ TEST(Knobs, OneNameEach) {
   ASSERT_NE(find_spec_knob("tp_overlap"), nullptr);
   EXPECT_EQ(find_spec_knob("tp_overlap")->full_name(), "training.tp_comm_overlap");
   EXPECT_EQ(find_spec_knob("dp"), nullptr) << "dp is a file key, not a SPEC key";
+  // Knobs without a short form have an empty one: an empty key must not find the first of them.
+  EXPECT_EQ(find_spec_knob(""), nullptr);
 }
 
 // Every key of every scenario table: a value written in the file is the value in the scenario.

@@ -88,6 +88,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadSpec{"llama3-8b,,gbs=8", "empty item", "comma"},
                       BadSpec{"gbs=8,llama3-8b", "llama3-8b", "valid keys"},
                       BadSpec{"gbs=", "gbs", "empty value"},
+                      BadSpec{"llama3-8b,=fp8", "=fp8", "no key before '='"},
+                      BadSpec{"=bf16", "=bf16", "valid keys"},
                       BadSpec{"@", "@", "scenario file"}));
 
 TEST(OptionSpec, HugeSpecIsRejectedCheaply) {
