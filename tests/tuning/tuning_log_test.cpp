@@ -80,6 +80,14 @@ TEST(TuningLog, ParsesDates) {
   EXPECT_EQ(parse_date("@1735689600"), 1735689600LL);
   EXPECT_THROW(parse_date("yesterday"), std::invalid_argument);
   EXPECT_THROW(parse_date("2025-13-01"), std::invalid_argument);
+  // A day the month does not have is refused, not rolled over into the next month; leap days are kept.
+  EXPECT_THROW(parse_date("2025-02-30"), std::invalid_argument);
+  EXPECT_THROW(parse_date("2025-02-29"), std::invalid_argument);
+  EXPECT_THROW(parse_date("2025-04-31T10:00"), std::invalid_argument);
+  EXPECT_THROW(parse_date("2100-02-29"), std::invalid_argument);
+  EXPECT_EQ(parse_date("2024-02-29"), 1709164800LL);
+  EXPECT_EQ(parse_date("2000-02-29"), 951782400LL);
+  EXPECT_EQ(parse_date("2025-12-31"), 1767139200LL);
   // ISO-8601 with a zone: Z, +HH:MM, -HHMM; a fraction of a second is dropped
   EXPECT_EQ(parse_date("2025-01-01T01:00:00Z"), 1735689600LL + 3600);
   EXPECT_EQ(parse_date("2025-01-01T02:00:00+01:00"), 1735689600LL + 3600);

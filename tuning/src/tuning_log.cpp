@@ -31,6 +31,12 @@ bool digits(std::string_view s, size_t* i, size_t n, int* out) {
   return true;
 }
 
+int days_in_month(int year, int month) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  return month == 2 && leap ? 29 : kDays[month - 1];
+}
+
 // "Z", "+HH", "+HH:MM", "+HHMM" (or '-') at the end of s[i..]: the offset east of UTC in seconds.
 std::optional<long long> utc_offset(std::string_view s, size_t i) {
   if (i == s.size()) return 0;  // no designator: UTC, as every time paratune writes
@@ -75,7 +81,8 @@ std::optional<long long> detail::iso8601(std::string_view s) {
     if (!off) return std::nullopt;
     offset = *off;
   }
-  if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60 || Y < 1970) return std::nullopt;
+  if (M < 1 || M > 12 || D < 1 || D > days_in_month(Y, M) || h > 23 || m > 59 || sec > 60 || Y < 1970)
+    return std::nullopt;  // timegm would roll 2025-02-30 over to March 2
   std::tm tm{};
   tm.tm_year = Y - 1900;
   tm.tm_mon = M - 1;
