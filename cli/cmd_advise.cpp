@@ -19,6 +19,7 @@
 #include "advisor_cli.h"
 #include "command.h"
 #include "explain.h"
+#include "input_file.h"
 #include "job_dry_run.h"
 #include "partition_names.h"
 #include "options.h"
@@ -43,11 +44,7 @@ using namespace paratune::advisor;
 
 // --calibration FILE: the site's fitted efficiencies (`paratune calibrate` output) applied to this scenario.
 Calibration read_calibration(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(path + ":0:0: calibration: cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_calibration(ss.str(), path);
+  return parse_calibration(read_cli_file(path, "calibration"), path);
 }
 
 ModelParams load_calibration(const std::string& path, const Scenario& s) {
@@ -62,11 +59,8 @@ double load_headroom(const std::string& path, const Scenario& s) {
 // probed as the planner takes it. Without a topology the file's [cluster] is the whole cluster (and validated
 // where it is read, with its line); with one, [cluster] may leave out what the topology says.
 ScenarioFacts read_scenario(const std::string& path, const std::string& topology_override) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(path + ":0:0: scenario: cannot open (" + std::strerror(errno) + ")");
-  std::stringstream text;
-  text << in.rdbuf();
-  ScenarioFacts f{parse_scenario_toml(text.str(), path, ClusterSource::Caller), std::nullopt};
+  const std::string text = read_cli_file(path, "scenario");
+  ScenarioFacts f{parse_scenario_toml(text, path, ClusterSource::Caller), std::nullopt};
   std::string topo = topology_override.empty() ? f.scenario.cluster.topology_file : topology_override;
   if (topo.empty()) {
     // BF16 on a GPU without it (a scenario written for another machine): the planner plans FP16 and says so,
@@ -82,7 +76,7 @@ ScenarioFacts read_scenario(const std::string& path, const std::string& topology
       }
       return f;
     }
-    f.scenario = parse_scenario_toml(text.str(), path, ClusterSource::File);
+    f.scenario = parse_scenario_toml(text, path, ClusterSource::File);
     return f;
   }
   if (topo.rfind("builtin:", 0) != 0 && !std::filesystem::path(topo).is_absolute() && topology_override.empty())

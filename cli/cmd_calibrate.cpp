@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command.h"
+#include "input_file.h"
 #include "iso_time.h"
 #include "options.h"
 #include "log_input.h"
@@ -151,11 +152,8 @@ int show_changes(const std::string& path, const advisor::Calibration& fresh) {
   advisor::Calibration current;
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
     try {
-      current = advisor::parse_calibration(text.str(), path);
+      current = advisor::parse_calibration(read_cli_file(path, "calibration"), path);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "paratune calibrate: %s (compared with an empty calibration)\n", e.what());
     }

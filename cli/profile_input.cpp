@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "input_file.h"
 #include "paratune/probe/probe.h"
 
 namespace paratune::cli {
@@ -23,11 +24,7 @@ std::string scenario_fingerprint(const advisor::Scenario& s) {
 }
 
 advisor::HardwareProfile read_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(path + ":0:0: profile: cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  return advisor::parse_profile(text.str(), path);
+  return advisor::parse_profile(read_cli_file(path, "profile"), path);
 }
 
 advisor::Scenario apply_profile(const std::string& path, const advisor::Scenario& s, std::vector<std::string>& notes,

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <stdexcept>
 #include <system_error>
@@ -205,6 +206,19 @@ std::string read_bounded(const std::string& path, size_t limit, bool* truncated)
   if (::fstat(fd.get(), &st) != 0) fail("stat " + path);
   if (!S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
   return read_fd_bounded(fd.get(), path, limit, truncated);
+}
+
+std::string read_input_file(const std::string& path, size_t limit) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) throw std::runtime_error(std::string("cannot open (") + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw std::runtime_error(std::string("cannot stat (") + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode)) throw std::runtime_error("a directory, not a file");
+  if (!S_ISREG(st.st_mode)) throw std::runtime_error("not a regular file (a FIFO, socket or device is not read)");
+  bool truncated = false;
+  std::string out = read_fd_bounded(fd.get(), path, limit, &truncated);
+  if (truncated) throw std::runtime_error("larger than " + std::to_string(limit) + " bytes");
+  return out;
 }
 
 std::string read_trusted_file(const std::string& path, size_t limit, uid_t owner) {

@@ -107,6 +107,17 @@ expect 2 "^paratune summary: --job: 'x1': expected a Slurm job id" summary --job
 expect 2 "^paratune summary: --job is required" summary --log "$dir/x"
 expect 2 "^paratune portability: --platforms: 'gpu': expected partition/gpu/fabric" portability --platforms gpu
 expect 2 "^paratune portability: --scenario requires --policy" portability --scenario "$dir/s.toml"
+# A file option names a regular file: a directory is refused (not read as an empty file, and not a calibration
+# silently ignored), a FIFO is refused at once instead of blocking the command, a missing file says so.
+mkfifo "$dir/fifo"
+expect 2 "$dir:0:0: scenario: a directory, not a file" advise --scenario "$dir"
+expect 2 "$dir/fifo:0:0: scenario: not a regular file" advise --scenario "$dir/fifo"
+expect 2 "$dir/none.toml:0:0: scenario: cannot open \(No such file" advise --scenario "$dir/none.toml"
+expect 2 "$dir:0:0: calibration: a directory, not a file" advise --scenario "$dir/s.toml" --calibration "$dir"
+expect 2 "$dir/fifo:0:0: calibration: not a regular file" advise --scenario "$dir/s.toml" --calibration "$dir/fifo"
+expect 2 "$dir:0:0: profile: a directory, not a file" advise --scenario "$dir/s.toml" --profile "$dir"
+ln -s "$dir/s.toml" "$dir/link.toml"
+expect 0 '"candidates_evaluated"' advise --scenario "$dir/link.toml" --top=1 --json
 # Positive controls: the same options with good values are accepted (also as --name=value).
 expect 0 '"candidates_evaluated"' advise --scenario="$dir/s.toml" --top=1 --json
 expect 0 '"step_time_s"' predict -s "$dir/s.toml" --json

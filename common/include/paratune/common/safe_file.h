@@ -61,6 +61,11 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
 // Read at most `limit` bytes of a regular file, not following symlinks; `truncated` says if there was more.
 std::string read_bounded(const std::string& path, size_t limit, bool* truncated = nullptr);
 
+// A file named on a command line (scenario, calibration, profile): symlinks followed, but only a regular file is
+// read (a directory would parse as empty, a FIFO would block) and at most `limit` bytes (more is an error, never cut
+// short). std::runtime_error says why, without the path (the caller names it).
+std::string read_input_file(const std::string& path, size_t limit);
+
 // An admin's file read as root (calibration): it must be a regular file (not a symlink, FIFO or directory), owned
 // by `owner` and not writable by group or others, and at most `limit` bytes (a larger one is refused, never cut
 // short), else std::runtime_error says why (a user-writable input would let users steer every job's decision).
