@@ -74,22 +74,52 @@ json tuning_record(const JobIdentity& job, const planner::OptionSpec& spec, cons
   return tuning_record(job, spec, decision_record(d), env, end_time_unix);
 }
 
+namespace {
+
+// A long list cut to its first entries, with how many there were: the mismatches on a large job's nodes repeat one
+// another, and the count is what `paratune log` and the admin read.
+void keep_first(json& obj, const char* key, size_t keep) {
+  if (!obj.contains(key) || !obj[key].is_array() || obj[key].size() <= keep) return;
+  obj[std::string(key) + "_count"] = obj[key].size();
+  json first = json::array();
+  for (size_t i = 0; i < keep; ++i) first.push_back(obj[key][i]);
+  obj[key] = std::move(first);
+}
+
+// The node checks of a job that ran on many nodes of another type: a few records each, the counts, and the notes
+// those records added (one per mismatch) cut the same way.
+void compact_node_checks(json& record) {
+  constexpr size_t kKeep = 8;
+  if (record.contains("node_checks") && record["node_checks"].is_object()) {
+    keep_first(record["node_checks"], "mismatch", kKeep);
+    keep_first(record["node_checks"], "plan_unreadable", kKeep);
+  }
+  keep_first(record, "notes", 4 * kKeep);
+}
+
+}  // namespace
+
 std::string tuning_line_text(json record) {
   std::string text = dump(record);
   if (text.size() <= kMaxTuningLine) return text;
   record["truncated"] = true;
-  for (const char* key : {"scenario", "notes", "env_set", "env_kept", "env_replaced", "env_removed",
-                          "policy_changes", "node_list", "suspect"}) {
+  compact_node_checks(record);
+  text = dump(record);
+  if (text.size() <= kMaxTuningLine) return text;
+  // Then the bulky fields, least needed first: the scenario (which `calibrate` predicts the job again from) last.
+  for (const char* key : {"notes", "env_set", "env_kept", "env_replaced", "env_removed", "policy_changes", "node_list",
+                          "node_checks", "suspect", "scenario"}) {
     if (!record.contains(key)) continue;
     record[key] = {{"omitted_bytes", dump(record[key]).size()}};
     text = dump(record);
     if (text.size() <= kMaxTuningLine) return text;
   }
-  // Still too large (a huge user string elsewhere): keep only what identifies the job and its figures.
+  // Still too large (a huge user string elsewhere): keep what identifies the job, where it ran, and its figures
+  // (partition for `log --partition` and `portability`, the OOM record for `log --oom` and `calibrate`).
   json minimal = json::object();
-  for (const char* key : {"version", "time", "job_id", "step_id", "user", "uid", "nodes", "gpus_per_node", "state",
-                          "gpu_model", "fingerprint", "framework", "framework_version", "plan", "predicted",
-                          "achieved", "ratio", "report"})
+  for (const char* key : {"version", "time", "job_id", "step_id", "user", "uid", "partition", "host", "nodes",
+                          "gpus_per_node", "state", "mode", "gpu_model", "fingerprint", "framework",
+                          "framework_version", "plan", "predicted", "achieved", "ratio", "report", "oom"})
     if (record.contains(key)) minimal[key] = record[key];
   minimal["truncated"] = true;
   text = dump(minimal);

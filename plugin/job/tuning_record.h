@@ -28,9 +28,10 @@ nlohmann::json tuning_record(const JobIdentity& job, const planner::OptionSpec& 
 nlohmann::json tuning_record(const JobIdentity& job, const planner::OptionSpec& spec, const planner::Decision& d,
                              const planner::EnvOutcome& env, long long end_time_unix);
 
-// The text appended to the tuning log: one line of at most kMaxTuningLine bytes. When the record is larger, the
-// bulky fields (scenario, notes, env_*, policy_changes) are replaced by what they held in size and the line says
-// "truncated": true; the identity, plan, prediction and achieved figures always stay.
+// The text appended to the tuning log: one line of at most kMaxTuningLine bytes. When the record is larger, it says
+// "truncated": true; the node checks' lists (and their notes) are cut to their first entries with counts, then the
+// bulky fields (notes, env_*, policy_changes, node_list, node_checks, suspect, the scenario last) are replaced by
+// what they held in size; the identity, partition, plan, prediction, achieved figures and OOM record always stay.
 std::string tuning_line_text(nlohmann::json record);
 
 }  // namespace paratune::job

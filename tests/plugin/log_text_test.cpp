@@ -83,6 +83,52 @@ TEST(TuningLine, OversizeRecordIsTrimmedAndSaysSo) {
   EXPECT_EQ(nlohmann::json::parse(tuning_line_text(small)), small);
 }
 
+// A job of many nodes whose inherited-plan checks all mismatch (a partition of another node type): the checks are cut
+// to their first records with a count, and the scenario, partition and OOM record that calibrate, log --partition
+// and log --oom read stay in the line. (The finding: 700 mismatch records left an 871-byte stub without them.)
+TEST(TuningLine, ManyNodeChecksAreCutBeforeTheScenario) {
+  nlohmann::json record = {{"version", 1}, {"job_id", "77"}, {"partition", "h100"}, {"host", "gpu001"},
+                           {"predicted", {{"step_time_s", 2.0}, {"memory_gib_per_gpu", 70.0}}},
+                           {"oom", {{"node", "gpu003"}}}, {"scenario", {{"model", {{"name", "llama3-70b"}}}}},
+                           {"notes", nlohmann::json::array()}};
+  nlohmann::json checks = {{"checked", 700}, {"mismatch", nlohmann::json::array()},
+                           {"plan_unreadable", nlohmann::json::array()}};
+  for (int i = 0; i < 700; ++i) {
+    const std::string host = "gpu" + std::to_string(1000 + i);
+    checks["mismatch"].push_back({{"host", host}, {"step", "0"}, {"fingerprint", std::string(16, 'a')},
+                                  {"plan_fingerprint", std::string(16, 'b')}});
+    record["notes"].push_back("node " + host + " (step 0) has topology fingerprint aaaaaaaaaaaaaaaa, the plan was "
+                              "made for bbbbbbbbbbbbbbbb");
+  }
+  record["node_checks"] = checks;
+  ASSERT_GT(record.dump().size(), kMaxTuningLine);  // the case is one the cap must handle
+  const auto line = nlohmann::json::parse(tuning_line_text(record));
+  EXPECT_EQ(line["truncated"], true);
+  EXPECT_EQ(line["scenario"]["model"]["name"], "llama3-70b");
+  EXPECT_EQ(line["partition"], "h100");
+  EXPECT_EQ(line["oom"]["node"], "gpu003");
+  EXPECT_EQ(line["node_checks"]["checked"], 700);
+  EXPECT_EQ(line["node_checks"]["mismatch_count"], 700);
+  EXPECT_EQ(line["node_checks"]["mismatch"].size(), 8u);
+  EXPECT_EQ(line["node_checks"]["mismatch"][0]["host"], "gpu1000");
+  EXPECT_EQ(line["notes_count"], 700);
+}
+
+// When nothing but the identity fits, the identity keeps where the job ran and its OOM record.
+TEST(TuningLine, TheLastResortKeepsPartitionAndOom) {
+  nlohmann::json record = {{"version", 1}, {"job_id", "78"}, {"partition", "a100"}, {"host", "n1"},
+                           {"mode", "apply"}, {"oom", {{"node", "n2"}}}, {"option", std::string(200000, 'o')},
+                           {"predicted", {{"step_time_s", 1.0}}}};
+  const auto line = nlohmann::json::parse(tuning_line_text(record));
+  EXPECT_EQ(line["truncated"], true);
+  EXPECT_FALSE(line.contains("option"));
+  EXPECT_EQ(line["partition"], "a100");
+  EXPECT_EQ(line["host"], "n1");
+  EXPECT_EQ(line["mode"], "apply");
+  EXPECT_EQ(line["oom"]["node"], "n2");
+  EXPECT_EQ(line["predicted"]["step_time_s"], 1.0);
+}
+
 TEST(TuningLine, RecordsThePlansFrameworkVersionForCalibrationToGroupBy) {
   // A job whose version came from the site's default (nobody named one): the line says which version it ran,
   // at the top (the plan's framework) and in the scenario, and the reader gives it back.
