@@ -116,7 +116,7 @@ void write_file_atomic(int dirfd, const std::string& name, const std::string& co
   }
 }
 
-void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode, long group) {
+std::string append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode, long group) {
   UniqueFd fd(::openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode));
   if (!fd) fail("open " + name + " for appending");
   struct stat st {};
@@ -131,8 +131,16 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
   // Concurrent jobs append to the same log: lock, but never wait without bound inside slurmstepd. The lock is a
   // separate file that only its owner can open (mode 0600): a log the policy makes readable (0644) could otherwise
   // be flock'ed by any user, stalling every job's end by the whole wait.
-  UniqueFd lock = lock_in_directory(dirfd, "." + name + ".lock", 200);
+  const std::string lock_name = "." + name + ".lock";
+  UniqueFd lock = lock_in_directory(dirfd, lock_name, 200);
   const bool locked = bool(lock);
+  const int lock_errno = errno;  // EWOULDBLOCK: held elsewhere for the whole wait; else flock refused (NFS nolock)
+  const std::string unlocked =
+      locked ? std::string()
+             : "the lock " + lock_name + " was " +
+                   (lock_errno == EWOULDBLOCK ? std::string("not had within 2 s")
+                                              : "refused (" + std::string(std::strerror(lock_errno)) + ")") +
+                   "; the line was written without it (O_APPEND, one write)";
   // O_APPEND + one write keeps lines whole even if the lock could not be had in 2 s.
   std::string data = line;
   if (data.empty() || data.back() != '\n') data.push_back('\n');
@@ -152,6 +160,7 @@ void append_line(int dirfd, const std::string& name, const std::string& line, mo
     throw std::runtime_error(name + ": short write (disk full?)");
   }
   if (n < 0) fail("append to " + name);
+  return unlocked;
 }  // closing `lock` releases the flock
 
 UniqueFd lock_in_directory(int dirfd, const std::string& lock_name, int attempts) {

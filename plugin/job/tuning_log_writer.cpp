@@ -54,7 +54,8 @@ TuningLineWrite append_tuning_line(const policies::LogSettings& log, const std::
       gid = group.gid;
       if (!group.problem.empty()) out.warnings.push_back(std::move(group.problem));
     }
-    common::append_line(dir.get(), path.name, text, mode, gid);
+    if (const auto unlocked = common::append_line(dir.get(), path.name, text, mode, gid); !unlocked.empty())
+      out.warnings.push_back("tuning log " + path.dir + "/" + path.name + ": " + unlocked);
     // Where the line landed, for `paratune summary --job` (the slurmctld epilog); without it readers scan.
     if (const auto problem = index_tuning_line(path.dir, dir.get(), path.name, job_id, text, mode, gid);
         !problem.empty())

@@ -6,6 +6,7 @@
 // group-writable log_dir that the writer itself refuses.
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,6 +103,25 @@ TEST(TuningLogWriter, TwoAppendsAreTwoLinesTheFirstUntouchedEachIndexed) {
   // The index markers (tuning_index.h): <name>.index/<last two digits of the job id>/<job id>.
   EXPECT_TRUE(exists(t.path + "/tuning.jsonl.index/01/101"));
   EXPECT_TRUE(exists(t.path + "/tuning.jsonl.index/02/102"));
+}
+
+// The lock held elsewhere for the whole wait (another job, or a stuck NFS lock): the line is still written, whole,
+// and the write says so for the Slurm log (docs/operations.md: "A lock not had within 2 s is logged").
+TEST(TuningLogWriter, ALockNotHadIsWrittenWithoutItAndSaysSo) {
+  TempDir t;
+  ASSERT_EQ(job::append_tuning_line(log_settings(0640), t.path, "201", "{}").error, "");  // makes the lock file
+  const int held = ::open((t.path + "/.tuning.jsonl.lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);  // another open file description: the writer's flock must wait on it
+  const auto w = job::append_tuning_line(log_settings(0640), t.path, "202", R"({"job_id":"202"})");
+  ::close(held);
+  EXPECT_EQ(w.error, "");
+  ASSERT_EQ(w.warnings.size(), 1u);
+  EXPECT_NE(w.warnings[0].find("not had within 2 s"), std::string::npos) << w.warnings[0];
+  EXPECT_NE(w.warnings[0].find("tuning.jsonl"), std::string::npos) << w.warnings[0];
+  EXPECT_EQ(slurp(t.path + "/tuning.jsonl"), "{}\n" R"({"job_id":"202"})" "\n");
+  // Positive control: with the lock free again, no warning.
+  EXPECT_EQ(job::append_tuning_line(log_settings(0640), t.path, "203", "{}").warnings.size(), 0u);
 }
 
 TEST(TuningLogWriter, ThePolicysPathGetsTheLineAndTheLogDirNone) {

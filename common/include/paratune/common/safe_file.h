@@ -55,8 +55,10 @@ std::string read_owned_file_at(int dirfd, const std::string& name, size_t limit,
 // Append one line to dirfd/name with a single write() under an flock (bounded wait); creates it with `mode`, and
 // sets `mode` (and `group`, when >= 0) on the descriptor it opened — never by name, which could be swapped.
 // Refuses, writing and changing nothing, a file with more than one link (a planted hard link) and, when running
-// as root, a file not owned by root.
-void append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode, long group = -1);
+// as root, a file not owned by root. Returns "" when the line was written under the lock, else why it was written
+// without it (the lock not had within 2 s, or refused by the file system).
+std::string append_line(int dirfd, const std::string& name, const std::string& line, mode_t mode,
+                        long group = -1);
 
 // Read at most `limit` bytes of a regular file, not following symlinks; `truncated` says if there was more.
 std::string read_bounded(const std::string& path, size_t limit, bool* truncated = nullptr);
