@@ -38,11 +38,11 @@ void write_tuning_line(const std::string& text) {
 // the job's root-owned directory); later deciding steps (several sruns in one salloc) write none.
 // A marker that cannot be made (read-only log_dir, while the policy puts the tuning log elsewhere) must not cost
 // the line: the step writes it, and the Slurm log says why the job may then have more than one.
-bool claim_tuning_line(const std::string& job_id) {
+job::LineClaim claim_tuning_line(const std::string& job_id) {
   const auto claim = job::claim_tuning_line(state().config.log_dir, job_id);
   if (!claim.problem.empty())
     log().warn("tuning log: cannot mark job {} as logged ({}); writing its line anyway", job_id, claim.problem);
-  return claim.write;
+  return claim;
 }
 
 // What the job achieved, from its report: read and parsed as the job's user in a bounded child, the fields made
@@ -96,12 +96,15 @@ void write_job_line(spank_t sp, job::MetricsEvents& ev) {
   if (s.job.state.empty()) s.job.state = "unknown";
   if (item<uint32_t>(sp, S_JOB_NODEID, 0) != 0) return;  // one line per job: node 0 writes it
   std::string text;  // the line, once made: the AdminComment comes from it even when the log cannot take it
+  bool give_back = false;  // this step made the job's marker: a line it cannot write gives the claim back
   try {
-    if (!claim_tuning_line(s.job.job_id)) {
+    const job::LineClaim claim = claim_tuning_line(s.job.job_id);
+    if (!claim.write) {
       log().debug("job {} step {}: the job's tuning-log line was written by an earlier step", s.job.job_id,
                   s.job.step_id);
       return;
     }
+    give_back = claim.problem.empty();
     auto line = job::tuning_record(s.job, *s.spec, s.decision->record, s.env_outcome, std::time(nullptr));
     if (!s.node_list_problem.empty()) line["node_list_withheld"] = s.node_list_problem;
     add_node_checks(line);
@@ -110,9 +113,17 @@ void write_job_line(spank_t sp, job::MetricsEvents& ev) {
     text = job::tuning_line_text(std::move(line));
     write_tuning_line(text);
     log().debug("job {} step {}: tuning-log line written", s.job.job_id, s.job.step_id);
+    give_back = false;
   } catch (const std::exception& e) {
     ev.failures.push_back("tuning_log");
     log().error("exit: tuning log: {}", e.what());
+  }
+  if (give_back) {
+    const std::string problem = job::release_tuning_line(s.config.log_dir, s.job.job_id);
+    if (problem.empty())
+      log().info("job {}: no tuning-log line written; a later step of the job may write it", s.job.job_id);
+    else
+      log().warn("job {}: no tuning-log line written, and its marker stays: {}", s.job.job_id, problem);
   }
   if (s.config.admin_comment && !text.empty()) write_admin_comment(sp, text, ev);
 }

@@ -54,5 +54,8 @@ struct LineClaim {
 LineClaim claim_tuning_line(const std::string& log_dir, const std::string& job_id) noexcept;
 // In the job's directory, already open.
 LineClaim claim_tuning_line_at(int job_dirfd, const std::string& job_id) noexcept;
+// Gives the claim back when the line it was for could not be written (a full disk, a refused log), so that a later
+// deciding step of the job can write it. "" when done, else why not.
+std::string release_tuning_line(const std::string& log_dir, const std::string& job_id) noexcept;
 
 }  // namespace paratune::job

@@ -50,6 +50,10 @@ runs_ok "full disk" --gpus=8 --paratune=gpt3-1.3b
 full_job=$job
 check "full disk: the Slurm log says the line could not be written" \
   grep -qE "\[$job.batch\] error: paratune: .*(short write|No space left on device)" "$SLURMD_LOG"
+# The job's one-line marker is given back, so that a later deciding step of the job could still write its line.
+check "full disk: the job's line marker is given back, and the Slurm log says so" \
+  grep -qE "\[$job.batch\] .*paratune: job $job: no tuning-log line written; a later step of the job may write it" \
+  "$SLURMD_LOG"
 # Space again: the next job's line is whole, and every line of the log is JSON.
 rm -f "$WORK/full/filler"
 runs_ok "after the disk was full" --gpus=8 --paratune=gpt3-1.3b

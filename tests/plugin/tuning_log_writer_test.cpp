@@ -231,6 +231,19 @@ TEST(TuningLogWriter, OneClaimPerJob) {
   EXPECT_EQ(other_job.problem, "");
 }
 
+// A step that claimed the line but could not write it gives the claim back: the next deciding step writes it.
+TEST(TuningLogWriter, AClaimGivenBackLetsALaterStepWriteTheLine) {
+  TempDir t;
+  ASSERT_TRUE(job::claim_tuning_line(t.path, "7").write);
+  EXPECT_FALSE(job::claim_tuning_line(t.path, "7").write);  // control: held, a later step writes none
+  EXPECT_EQ(job::release_tuning_line(t.path, "7"), "");
+  EXPECT_FALSE(exists(t.path + "/jobs/7/line"));
+  const auto again = job::claim_tuning_line(t.path, "7");
+  EXPECT_TRUE(again.write);
+  EXPECT_EQ(again.problem, "");
+  EXPECT_EQ(job::release_tuning_line(t.path, "8"), "");  // nothing to give back: nothing to say
+}
+
 TEST(TuningLogWriter, AMarkerThatCannotBeMadeMeansWriteAnyway) {
   TempDir t;
   auto live = job::open_job_dir_in(t.path, "8");
