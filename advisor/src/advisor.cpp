@@ -134,6 +134,19 @@ std::string stage_layout_problem(const Scenario& s, const Layout& l, Framework f
   return "";
 }
 
+// Megatron-Core's interleaved schedule runs the micro-batches in groups of pp per virtual stage
+// (microbatch_group_size_per_vp_stage, default pp: model_parallel_config.py) and refuses a step whose micro-batch
+// count is below pp or leaves a last group of 1..pp-1 (pipeline_parallel/schedules.py,
+// forward_backward_pipelining_with_interleaving: ValueError / RuntimeError at the first step).
+std::string interleaved_microbatch_problem(const Scenario& s, const Layout& l, Framework f) {
+  if (l.virtual_stages <= 1 || l.pp < 2 || !traits(f).megatron_core) return "";
+  const int m = s.training.global_batch / std::max(1, l.dp * l.micro_batch);
+  if (m >= l.pp && m % l.pp == 0) return "";
+  return "virtual_stages = " + std::to_string(l.virtual_stages) + " (interleaved 1F1B) needs the micro-batches per "
+         "step (global_batch / (dp * micro_batch) = " + std::to_string(m) + ") to be a multiple of pp = " +
+         std::to_string(l.pp) + " (Megatron-Core runs them in groups of pp)";
+}
+
 }  // namespace
 
 std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
@@ -160,6 +173,7 @@ std::string layout_problem(const Scenario& s, const Layout& l, Framework f) {
   if (s.training.global_batch % (l.dp * l.micro_batch) != 0)
     return "micro_batch * dp = " + std::to_string(l.dp * l.micro_batch) + " must divide global_batch (" +
            std::to_string(s.training.global_batch) + ")";
+  if (const std::string why = interleaved_microbatch_problem(s, l, f); !why.empty()) return why;
   if (l.cp > 1 && m.seq_len % (2 * l.cp) != 0)
     return "cp = " + std::to_string(l.cp) + ": seq_len must be divisible by 2*cp (load-balanced chunks)";
   if (!traits(f).tensor_pipeline && (l.tp > 1 || l.pp > 1 || l.cp > 1))

@@ -237,3 +237,33 @@ TEST(PipelineSchedule, KnobRoundTripsAndNamesTheValidValues) {
   Scenario unset = titan_8b();
   EXPECT_TRUE(std::holds_alternative<std::monostate>(k->get(unset)));
 }
+
+// Megatron-Core's interleaved schedule takes the micro-batches in groups of pp (schedules.py at core_v0.15.3:
+// fewer than pp, or a last group of 1..pp-1, raises at the first step): such a plan is refused with the count,
+// and a search never returns one. Llama 3 70B on 16 DGX H100 nodes, tp 8, pp 4, dp 4, micro-batch 1.
+TEST(PipelineSchedule, InterleavingNeedsWholeGroupsOfPpMicrobatches) {
+  Scenario s = test_scenarios::on_dgx_h100("llama3-70b", 16, 24);  // 24 / 4 = 6 micro-batches: 6 % 4 = 2
+  Layout l;
+  l.tp = 8; l.pp = 4; l.dp = 4; l.micro_batch = 1; l.virtual_stages = 2;
+  l.sequence_parallel = true;
+  l.zero_stage = 1;
+  for (Framework f : {Framework::Megatron, Framework::Nemo}) {
+    const std::string why = layout_problem(s, l, f);
+    EXPECT_NE(why.find("global_batch / (dp * micro_batch) = 6"), std::string::npos) << to_string(f) << ": " << why;
+    EXPECT_NE(why.find("multiple of pp = 4"), std::string::npos) << why;
+  }
+  l.virtual_stages = 1;  // the plain 1F1B schedule has no such rule
+  EXPECT_EQ(layout_problem(s, l, Framework::Megatron), "");
+  s.training.global_batch = 32;  // 8 micro-batches: two whole groups
+  l.virtual_stages = 2;
+  EXPECT_EQ(layout_problem(s, l, Framework::Megatron), "");
+  s.training.global_batch = 24;
+  const Plan plan = advise(s);
+  std::vector<Layout> found{plan.layout};
+  for (const auto& alt : plan.alternatives) found.push_back(alt.layout);
+  for (const Layout& f : found) {
+    if (f.virtual_stages > 1) {
+      EXPECT_EQ((24 / (f.dp * f.micro_batch)) % f.pp, 0) << f.pp << " " << f.dp;
+    }
+  }
+}
