@@ -68,11 +68,20 @@ unsigned recompute_modules_from_string(const std::string& s) {
   return mask;
 }
 
-unsigned recompute_module_set(const Layout& l, bool moe_layer) {
+unsigned recompute_module_set(const Scenario& s, const Layout& l, bool moe_layer) {
   using namespace recompute_module;
   if (l.recompute != Recompute::Selective) return 0;
   if (l.recompute_modules != 0) return l.recompute_modules;
-  return moe_layer ? kCoreAttn | kLayernorm | kMlaUpProj | kMoeAct : kCoreAttn;
+  if (!moe_layer) return kCoreAttn;
+  // What Megatron-Core accepts of its MoE recipe set (transformer_config.py __post_init__, core_v0.14/0.15):
+  // mla_up_proj only with MLA, moe_act only with the experts' grouped GEMM (an MoE model), neither moe_act nor
+  // layernorm under FP8 delayed scaling (the default recipe). The framework arguments name exactly this set.
+  unsigned set = kCoreAttn;
+  if (s.model.is_mla()) set |= kMlaUpProj;
+  const bool delayed_fp8 = s.training.precision == Precision::Fp8 &&
+                           s.training.fp8_recipe.value_or(Fp8Recipe::Delayed) == Fp8Recipe::Delayed;
+  if (!delayed_fp8) set |= kLayernorm | (s.model.is_moe() ? kMoeAct : 0u);
+  return set;
 }
 
 }  // namespace paratune::advisor

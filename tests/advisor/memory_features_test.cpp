@@ -192,7 +192,7 @@ TEST(MemoryFeatures, RecomputeModulesChargeTheirForwardAgain) {
   Layout x = dp_only(q, 1, Recompute::Selective);
   x.ep = 16;
   const auto qbase = qe.evaluate(x);
-  x.recompute_modules = recompute_module_set(x, true) | recompute_module::kMoe;
+  x.recompute_modules = recompute_module_set(q, x, true) | recompute_module::kMoe;
   const auto qmoe = qe.evaluate(x);
   EXPECT_GT(qmoe.br.recompute, qbase.br.recompute);
   EXPECT_LT(qmoe.mem.activations, qbase.mem.activations);
@@ -342,6 +342,43 @@ TEST(MemoryFeatures, VersionsAndArguments) {
   l.recompute_modules = recompute_modules_from_string("layernorm,moe_act");
   EXPECT_NE(args_text(s, l).find("--recompute-granularity=selective\n--recompute-modules\nmoe_act\nlayernorm\n"),
             std::string::npos);
+}
+
+// Selective recompute with no module named: the arguments name the set the plan was priced with, as far as
+// Megatron-Core takes it (transformer_config.py at core_v0.15.3: its own default is core_attn alone; mla_up_proj needs
+// MLA, moe_act the experts' grouped GEMM, and FP8 delayed scaling refuses moe_act and layernorm). Without them an
+// MoE plan sized for recomputed norms and activations would keep them and run out of memory.
+TEST(MemoryFeatures, DefaultModuleSetIsTheOneNamed) {
+  using namespace recompute_module;
+  Scenario s = on_gpus("mixtral-8x7b", "h100-sxm5-80gb", 4, 8, 256);
+  Layout l = dp_only(s, 1, Recompute::Selective);
+  l.ep = 8;
+  EXPECT_EQ(recompute_module_set(s, l, true), kCoreAttn | kLayernorm | kMoeAct);  // no MLA: no mla_up_proj
+  std::string a = args_text(s, l);
+  EXPECT_NE(a.find("--recompute-granularity=selective\n--recompute-modules\ncore_attn\nmoe_act\nlayernorm\n"),
+            std::string::npos) << a;
+  s.training.framework = Framework::Nemo;
+  a = args_text(s, l);
+  EXPECT_NE(a.find("model.config.recompute_modules=['core_attn','moe_act','layernorm']"), std::string::npos) << a;
+  s.training.framework = Framework::Megatron;
+  // FP8 with delayed scaling (the recipe when none is named): only core_attn, Megatron's own default, so no list.
+  s.training.precision = Precision::Fp8;
+  EXPECT_EQ(recompute_module_set(s, l, true), kCoreAttn);
+  a = args_text(s, l);
+  EXPECT_NE(a.find("--recompute-granularity=selective\n"), std::string::npos);
+  EXPECT_EQ(a.find("--recompute-modules"), std::string::npos) << a;
+  s.training.fp8_recipe = Fp8Recipe::Tensorwise;
+  EXPECT_EQ(recompute_module_set(s, l, true), kCoreAttn | kLayernorm | kMoeAct);
+  // The memory follows the set: the delayed-scaling plan keeps the norms and activations it cannot recompute.
+  Scenario delayed = s;
+  delayed.training.fp8_recipe = Fp8Recipe::Delayed;
+  EXPECT_GT(memory(delayed, l).activations, memory(s, l).activations);
+  // MLA (DeepSeek-V3's attention): mla_up_proj joins; a dense model keeps core_attn alone.
+  Scenario ds = on_gpus("deepseek-v3", "h100-sxm5-80gb", 32, 8, 4096);
+  EXPECT_EQ(recompute_module_set(ds, l, true), kCoreAttn | kLayernorm | kMlaUpProj | kMoeAct);
+  Scenario dense = on_gpus("llama3-8b", "h100-sxm5-80gb", 1, 8, 64);
+  EXPECT_EQ(recompute_module_set(dense, dp_only(dense, 1, Recompute::Selective), false), kCoreAttn);
+  EXPECT_EQ(args_text(dense, dp_only(dense, 1, Recompute::Selective)).find("--recompute-modules"), std::string::npos);
 }
 
 // Names in scenario files: Megatron's, in lists or strings; bad names said.

@@ -71,9 +71,12 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   if (v.tp_overlap()) add("--tp-comm-overlap");
   if (l.recompute == Recompute::Selective) {
     add("--recompute-granularity", "selective");
-    if (l.recompute_modules != 0) {  // nargs='*' (core_v0.14/0.15) or a list ('+', main): one element per module
+    // The set the plan was priced with, unless it is Megatron's own default (core_attn): nargs='*'
+    // (core_v0.14/0.15) or a list ('+', main), one element per module.
+    const unsigned modules = recompute_module_set(v.s, l, v.s.model.generalised_layer());
+    if (modules != recompute_module::kCoreAttn) {
       a.push_back("--recompute-modules");
-      for (const std::string& m : split_modules(l.recompute_modules)) a.push_back(m);
+      for (const std::string& m : split_modules(modules)) a.push_back(m);
     }
   }
   if (l.recompute == Recompute::Full) {

@@ -43,8 +43,11 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
     set("model.config.recompute_num_layers", "1");
   } else if (l.recompute == Recompute::Selective) {
     set("model.config.recompute_granularity", "selective");
-    if (l.recompute_modules != 0) {  // a Python list literal (NeMo-Run's TypeParser.parse_list: ast.literal_eval)
-      std::string list, all = recompute_modules_to_string(l.recompute_modules) + ",";
+    // The set the plan was priced with, unless it is Megatron-Core's own default (core_attn): a Python list literal
+    // (NeMo-Run's TypeParser.parse_list: ast.literal_eval).
+    const unsigned modules = recompute_module_set(v.s, l, v.s.model.generalised_layer());
+    if (modules != recompute_module::kCoreAttn) {
+      std::string list, all = recompute_modules_to_string(modules) + ",";
       for (size_t from = 0, to; (to = all.find(',', from)) != std::string::npos; from = to + 1)
         list += (list.empty() ? "'" : ",'") + all.substr(from, to - from) + "'";
       set("model.config.recompute_modules", "[" + list + "]");

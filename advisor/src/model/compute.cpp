@@ -63,7 +63,7 @@ LayerCompute layer_compute(const Resolved& R, const ModelParams& p, const Layout
 double recompute_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c) {
   using namespace recompute_module;
   if (l.recompute == Recompute::Full) return c.fwd();
-  const unsigned mods = recompute_module_set(l, false);
+  const unsigned mods = recompute_module_set(R.s, l, false);
   const ModelDims& d = R.m;
   const double tok = double(l.micro_batch) * d.s / l.cp, t = l.tp;
   const double hs = l.sequence_parallel && l.tp > 1 ? t : 1.0;

@@ -91,7 +91,7 @@ double Evaluator::offload_layer_bytes(const Layout& l) const {
   if (r_.moe.on) return terms::moe_layer_activation_bytes(r_, p_, l);
   return activation_bytes_per_layer(r_.s.model, l.micro_batch, l.tp, l.cp, l.sequence_parallel && l.tp > 1,
                                     l.recompute, r_.stack.flash, r_.s.training.precision == Precision::Fp8,
-                                    recompute_module_set(l, false));
+                                    recompute_module_set(r_.s, l, false));
 }
 
 // Offload runs at pp 1 (Megatron-Core asserts it): one micro-batch's offloaded layers sit in host memory at a time.

@@ -124,7 +124,7 @@ double memory_gib(const Resolved& R, const Layout& l, double headroom_gib, Memor
   // 1 + (p-1)/(p v) with interleaving (Korthikanti et al. §4); the last stage keeps one; GPipe all m on both
   // (inflight_microbatches, pipeline.cpp).
   const double a_layer = activation_bytes_per_layer(R.s.model, b, t, c, sp, l.recompute, R.stack.flash, fp8,
-                                                    recompute_module_set(l, false));
+                                                    recompute_module_set(R.s, l, false));
   const double inflight_first = inflight_microbatches(l, m, true), inflight_last = inflight_microbatches(l, m, false);
   double work = 0;  // full recompute: one layer's activations are rebuilt at a time
   if (l.recompute == Recompute::Full)

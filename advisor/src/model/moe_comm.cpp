@@ -207,7 +207,7 @@ MoeComm moe_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l,
   if (!R.moe.moe || (l.ep <= 1 && l.etp <= 1)) return mc;
   const A2aPhases a = a2a_phases(R, p, l);
   // Full recompute, or selective recompute of the MoE block, runs its forward again, dispatch and combine included.
-  const bool again = l.recompute == Recompute::Full || (recompute_module_set(l, true) & recompute_module::kMoe);
+  const bool again = l.recompute == Recompute::Full || (recompute_module_set(R.s, l, true) & recompute_module::kMoe);
   const double comm = a.sum() + (again ? a.dispatch_f + a.combine_f : 0);
   mc.raw = R.moe.mix * comm;
   mc.exposed = mc.raw;

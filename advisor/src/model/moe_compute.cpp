@@ -170,7 +170,7 @@ LayerCompute moe_layer_compute(const Resolved& R, const ModelParams& p, const La
 double moe_recompute_s(const Resolved& R, const ModelParams& p, const Layout& l, const LayerCompute& c) {
   using namespace recompute_module;
   if (l.recompute == Recompute::Full) return c.fwd();
-  const unsigned mods = recompute_module_set(l, true);
+  const unsigned mods = recompute_module_set(R.s, l, true);
   if (!mods) return 0;
   const MoeDims& d = R.moe;
   const double tok = double(l.micro_batch) * R.m.s / l.cp, t = l.tp, a = R.m.a;

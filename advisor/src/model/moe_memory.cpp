@@ -68,7 +68,7 @@ LayerActs layer_acts(const Resolved& R, const ModelParams& p, const Layout& l) {
   // activation-function outputs, mlp the dense layers' MLP, moe the MoE block, shared_experts the shared experts
   // (each a checkpoint of its input, which the norm output already is).
   using namespace recompute_module;
-  const unsigned mods = recompute_module_set(l, true);
+  const unsigned mods = recompute_module_set(R.s, l, true);
   const double replicated =
       (4 + ((mods & kLayernorm) ? 0 : 2 * lin) + (d.dropout ? 2 : 0)) * d.h + 2 * (x.q_lora + x.kv_lora + x.rope);
   const bool up_proj_kept = !((mods & kMlaUpProj) && x.kv_lora > 0);

@@ -12,7 +12,7 @@ namespace paratune::advisor {
 // The generalised layer's counts (moe_dims.cpp): all parameters, MTP modules excluded.
 double moe_total_params(const ModelSpec& m);
 double moe_flops_per_token(const ModelSpec& m);  // the MFU convention with active parameters and head widths
-inline bool uses_moe_layer(const ModelSpec& m) { return m.is_moe() || m.is_mla() || m.head_dim > 0 || m.mtp_layers > 0; }
+inline bool uses_moe_layer(const ModelSpec& m) { return m.generalised_layer(); }
 }  // namespace paratune::advisor
 
 namespace paratune::advisor::terms {

@@ -47,8 +47,10 @@ struct Layout {
 
 // The modules selective recompute rebuilds in layout l: none without selective recompute, the layout's own set, or
 // the default: the attention core for dense layers (Korthikanti et al. 2022), and for the generalised (MoE / MLA)
-// layer Megatron-Core's MoE recipe set core_attn, layernorm, mla_up_proj, moe_act.
-unsigned recompute_module_set(const Layout& l, bool moe_layer);
+// layer Megatron-Core's MoE recipe set core_attn, layernorm, mla_up_proj, moe_act as far as the model and precision
+// allow it (mla_up_proj with MLA, moe_act with experts, neither moe_act nor layernorm under FP8 delayed scaling).
+// What the model prices is what the framework arguments name.
+unsigned recompute_module_set(const Scenario& s, const Layout& l, bool moe_layer);
 
 // The schedule layout l runs: the one it fixes, else 1F1B, or interleaved 1F1B with virtual stages.
 inline PipelineSchedule schedule_of(const Layout& l) {

@@ -140,6 +140,8 @@ struct ModelSpec {
   int mtp_layers = 0;              // multi-token-prediction modules after the last layer (DeepSeek-V3: 1)
   bool is_moe() const { return moe_experts > 0; }
   bool is_mla() const { return kv_lora_rank > 0; }
+  // MoE, MLA, an explicit head dimension or MTP: the model's generalised layer (model/moe_*.cpp), not the dense one.
+  bool generalised_layer() const { return is_moe() || is_mla() || head_dim > 0 || mtp_layers > 0; }
 };
 
 struct TrainingSpec {
