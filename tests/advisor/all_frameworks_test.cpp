@@ -7,6 +7,7 @@
 
 #include "dgx_h100.h"
 #include "paratune/advisor/advisor.h"
+#include "paratune/advisor/framework_versions.h"
 
 using namespace paratune::advisor;
 
@@ -65,4 +66,23 @@ TEST(AllFrameworks, Fp8RulesOutTheFrameworksWithoutAnFp8Setting) {
   // Control: in bf16 nothing is ruled out.
   s.training.precision = Precision::Bf16;
   EXPECT_FALSE(mentions(advise(s, all_frameworks()).notes, "not searched"));
+}
+
+// An MoE model in fp16 under Megatron-LM core_v0.14 / core_v0.15: arguments.py asserts bf16 for the experts' grouped
+// GEMM and refuses expert parallelism with fp16 (validate_args at both tags; main has neither assert).
+TEST(AllFrameworks, Fp16MoeIsRefusedWhereMegatronAssertsIt) {
+  Scenario s = test_scenarios::on_dgx_h100("mixtral-8x7b", 4, 256);
+  s.training.precision = Precision::Fp16;
+  for (const char* version : {"core_v0.15", "core_v0.14"}) {
+    s.training.framework_version = version;
+    EXPECT_NE(stack_problem(s).find("refuses expert parallelism with fp16"), std::string::npos) << version;
+  }
+  s.training.framework_version = "main";
+  EXPECT_EQ(stack_problem(s), "");
+  s.training.framework_version = "core_v0.15";
+  s.training.precision = Precision::Bf16;  // control: bf16 MoE is fine
+  EXPECT_EQ(stack_problem(s), "");
+  Scenario dense = test_scenarios::on_dgx_h100("llama3-8b", 1, 64);  // control: a dense model in fp16 is fine
+  dense.training.precision = Precision::Fp16;
+  EXPECT_EQ(stack_problem(dense), "");
 }
