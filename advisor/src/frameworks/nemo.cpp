@@ -72,7 +72,15 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
                         (l.main_params == StateDtype::Fp16 ? "float16" : "float32") +
                         " in your recipe (the memory plan assumes them)");
   }
-  if (v.tp_overlap()) set("model.config.tp_comm_overlap", "true");
+  // TP communication overlap is MegatronCommOverlapCallback's in NeMo 2.4: its setup() resets
+  // model.config.tp_comm_overlap to the callback's own tp_comm_overlap (False unless given) and only it initialises
+  // Transformer Engine's userbuffers (on_fit_start), so an override here would be undone, or without the callback
+  // fail in the first forward (nemo/lightning/pytorch/callbacks/megatron_comm_overlap.py at v2.4.0).
+  if (v.tp_overlap())
+    out.notes.push_back("the plan assumes TP communication overlap: in NeMo 2 it is "
+                        "MegatronCommOverlapCallback(tp_comm_overlap=True) among the recipe's trainer callbacks (the "
+                        "performance recipes add it); without it TP traffic is exposed and the job runs slower than "
+                        "predicted (give tp_comm_overlap=no to plan for that)");
   // Stated on: the kernel with it; stated off: said so, since the recipe may fuse.
   if (const LossFusion loss = planned_loss_fusion(v.s); loss != LossFusion::Off) {
     set("model.config.cross_entropy_loss_fusion", "true");
