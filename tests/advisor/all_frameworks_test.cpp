@@ -86,3 +86,18 @@ TEST(AllFrameworks, Fp16MoeIsRefusedWhereMegatronAssertsIt) {
   dense.training.precision = Precision::Fp16;
   EXPECT_EQ(stack_problem(dense), "");
 }
+
+// FP16 under torchtitan or AutoModel (neither trains it): on a GPU without BF16 (the plan's FP16 fallback) the
+// message names the frameworks that train FP16 instead of "use bf16", which the GPU cannot.
+TEST(AllFrameworks, Fp16WithoutBf16NamesTheFrameworksThatTrainIt) {
+  Scenario s = test_scenarios::on_dgx_h100("llama3-8b", 1, 64);
+  s.training.precision = Precision::Fp16;
+  for (Framework f : {Framework::Torchtitan, Framework::Automodel}) {
+    s.training.framework = f;
+    s.cluster.gpu = "v100-sxm2-32gb";
+    EXPECT_NE(stack_problem(s).find("has no BF16 tensor cores: use framework=megatron"), std::string::npos)
+        << to_string(f) << ": " << stack_problem(s);
+    s.cluster.gpu = "h100-sxm5-80gb";  // control: where BF16 exists, bf16 is the way out
+    EXPECT_NE(stack_problem(s).find("use bf16"), std::string::npos) << to_string(f) << ": " << stack_problem(s);
+  }
+}

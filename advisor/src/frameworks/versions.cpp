@@ -3,6 +3,7 @@
 // tests check each rule here against them).
 #include "paratune/advisor/framework_versions.h"
 
+#include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_kernels.h"
 #include "paratune/advisor/loss_fusion.h"
 
@@ -116,6 +117,13 @@ std::string stack_problem(const Scenario& s) {
   const TrainingSpec& t = s.training;
   const FrameworkVersion& v = version_for(s, t.framework);
   const std::string who = std::string(to_string(t.framework)) + " " + v.id + ": ";
+  // On a GPU without BF16 (V100, T4: the plan falls back to FP16) "plan bf16" is no way out: name the frameworks
+  // that train FP16 instead.
+  const bool no_bf16 = is_gpu_key(s.cluster.gpu) && !gpu_spec(s.cluster.gpu).bf16;
+  const std::string use_bf16 =
+      no_bf16 ? "; " + s.cluster.gpu + " has no BF16 tensor cores: use framework=megatron, nemo, deepspeed or fsdp "
+                "for FP16"
+              : "; use bf16";
   if (t.precision == Precision::Fp8 && (t.framework == F::DeepSpeed || t.framework == F::Fsdp))
     return who + "has no FP8 training setting (Transformer Engine / torchao are model code); plan bf16 here, or "
                  "use framework=megatron, nemo or torchtitan for FP8";
@@ -124,7 +132,7 @@ std::string stack_problem(const Scenario& s) {
                       ? "FP8 is model.backend.te_fp8 of AutoModel's own model implementations (Transformer Engine "
                         "linear layers), not planned here; plan bf16"
                       : "trains under FSDP2Config.mp_policy's bf16 by default (a float16 policy is a _target_ "
-                        "object in the recipe, not planned here); plan bf16");
+                        "object in the recipe, not planned here)" + use_bf16);
   if (t.framework == F::Automodel && t.tp_comm_overlap.value_or(false) && !t.compile.value_or(false))
     return who + "enable_async_tensor_parallel sets torch._inductor's micro-pipeline TP, which acts on compiled "
                  "layers only: set compile=yes (distributed.enable_compile) or tp_comm_overlap=no";
@@ -134,7 +142,7 @@ std::string stack_problem(const Scenario& s) {
     return who + "arguments.py asserts bf16 for the experts' grouped GEMM and refuses expert parallelism with fp16; "
                  "plan bf16, or framework_version=main (which has neither assert)";
   if (t.framework == F::Torchtitan && t.precision == Precision::Fp16)
-    return who + "training.mixed_precision_param accepts bfloat16 or float32 only (its Literal type); use bf16";
+    return who + "training.mixed_precision_param accepts bfloat16 or float32 only (its Literal type)" + use_bf16;
   if (t.framework == F::Torchtitan && t.tp_comm_overlap.value_or(false) && !t.compile.value_or(false))
     return who + "async tensor parallelism raises \"Async TP requires 'model' in --compile.components and "
                  "--compile.enable\": set compile=yes or tp_comm_overlap=no";
