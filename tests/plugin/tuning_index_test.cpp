@@ -75,8 +75,9 @@ std::string plugin_line(const std::string& job_id, long long end_time, double ac
   who.nodelist = "gpu[001-002]";
   who.state = "completed";
   planner::EnvOutcome env;
-  env.set = planner::decision_env(d, "/var/log/paratune/jobs/" + job_id + "/plan.json",
-                              "/var/log/paratune/jobs/" + job_id + "/report.jsonl");
+  // Where the plugin puts a job's plan files: paratune-<jobid>/ in the submit directory (decision_child.cpp).
+  env.set = planner::decision_env(d, "/home/alice/run/paratune-" + job_id + "/plan.json",
+                                  "/home/alice/run/paratune-" + job_id + "/report.jsonl");
   auto record = job::tuning_record(who, planner::parse_option_spec("llama3-8b"), d, env, end_time);
   record["node_checks"] = {{"checked", 2}, {"mismatch", nlohmann::json::array()},
                            {"plan_unreadable", nlohmann::json::array()}};
