@@ -4,11 +4,13 @@
 # with the explanation (leanest layout with its expert parallelism, what would fit). `--paratune=olmoe-1b-7b`:
 # an MoE plan is injected with its expert layout (PARATUNE_EP, PARATUNE_ETP, PARATUNE_MOE_DISPATCHER), the plan
 # file carries the all-to-all and imbalance terms, the Megatron arguments the expert flags.
+# The V100 plans FP16 (no BF16), and Megatron-LM core_v0.14/0.15, the default, assert BF16 for MoE (grouped GEMM,
+# expert parallelism: arguments.py); both jobs name framework_version=main, whose arguments.py has neither assert.
 source "$(dirname "$0")/lib.sh"
 SLURMD_LOG=$PARATUNE_TEST_DIR/log/slurmd.log
 printf '#!/bin/bash\nenv | sort > batch.env\necho ran > ran.txt\n' > "$WORK/job.sh"
 
-job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=deepseek-v3)
+job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=deepseek-v3,framework_version=main)
 check "deepseek-v3: the job ran" test -s "$WORK/ran.txt"
 check "deepseek-v3: no PARATUNE_* variable (nothing fits 8 x 32 GiB)" bash -c "! grep -q '^PARATUNE_' '$WORK/batch.env'"
 check "deepseek-v3: the Slurm log says nothing fits and the job runs untouched" \
@@ -18,7 +20,7 @@ check "deepseek-v3: the leanest layout it names uses expert parallelism" \
 check "deepseek-v3: the per-job log has the explanation" grep -q "nothing fits" "$LOG_DIR/jobs/$job/job.log"
 
 rm -f "$WORK/batch.env" "$WORK/ran.txt"
-job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=olmoe-1b-7b)
+job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune=olmoe-1b-7b,framework_version=main)
 check "olmoe-1b-7b: the job ran" test -s "$WORK/ran.txt"
 ep=$(env_value "$WORK/batch.env" PARATUNE_EP); etp=$(env_value "$WORK/batch.env" PARATUNE_ETP)
 tp=$(env_value "$WORK/batch.env" PARATUNE_TP); pp=$(env_value "$WORK/batch.env" PARATUNE_PP)

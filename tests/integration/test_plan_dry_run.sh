@@ -31,7 +31,9 @@ mkdir -p "$WORK/cli-submit"   # the CLI's submit directory: no earlier plan of t
 source "$(dirname "$0")/plan_compare.sh"   # same_files, job_plan_dir, compare, dry_run
 
 i=0
-for spec in llama3-8b olmoe-1b-7b "llama3-8b,tp=2,gbs=64,recompute=full" "@$WORK/scenario.toml"; do
+# The MoE case names framework_version=main: this V100 node plans FP16, which Megatron-LM core_v0.14/0.15 refuse
+# for MoE models (arguments.py), and both the job and the CLI would rightly refuse the plan.
+for spec in llama3-8b olmoe-1b-7b,framework_version=main "llama3-8b,tp=2,gbs=64,recompute=full" "@$WORK/scenario.toml"; do
   i=$((i + 1)); rm -f "$WORK/env.json"
   job=$(run_batch "$WORK/job.sh" --gpus=8 --paratune="$spec")
   nodes=$(python3 -c "import json; print(json.load(open('$WORK/env.json'))['SLURM_JOB_NODELIST'])")
