@@ -106,3 +106,31 @@ TEST(TorchtitanMoe, SearchPlansDeepEpWhenAsked) {
   EXPECT_GT(p.layout.ep, 1);
   EXPECT_EQ(p.layout.etp, 1);
 }
+
+// torchtitan folds ep x etp into the sharded data-parallel ranks (parallel_dims.py at v0.2.2 and main:
+// dp_shard * cp * tp / (etp * ep)): with ZeRO 0 (replication only, dp_shard 1) an ep of 8 cannot be built.
+TEST(TorchtitanMoe, ExpertsNeedShardedDataParallelRanks) {
+  for (const char* version : {"v0.2", "main"}) {
+    Scenario s = torchtitan_moe("qwen3-30b-a3b", version, 8);
+    s.parallel.dispatcher = Dispatcher::AllToAll;
+    s.parallel.zero_stage = 0;
+    EXPECT_NE(problem(s).find("expert mesh needs ep * etp (8) to divide"), std::string::npos) << version << ": "
+                                                                                              << problem(s);
+    s.parallel.zero_stage = 3;  // control: sharded, the same layout builds
+    EXPECT_EQ(problem(s), "") << version;
+  }
+}
+
+// ZeRO-3 with a pipeline: torchtitan's default keeps gathered parameters from forward to backward when pp > 1
+// (reshard_after_forward = not pp_enabled); the plan prices resharding, so the arguments ask for "always".
+TEST(TorchtitanMoe, PipelinedZero3ReshardsAfterForward) {
+  Scenario s = on_dgx_h100("llama3-8b", 4, 256);
+  s.training.framework = Framework::Torchtitan;
+  s.parallel.tp = 1; s.parallel.pp = 2; s.parallel.cp = 1; s.parallel.zero_stage = 3; s.parallel.micro_batch = 1;
+  s.training.framework_version = "v0.2";
+  EXPECT_NE(all_text(args_for(s)).find("fsdp_reshard_after_forward = \"always\""), std::string::npos);
+  s.training.framework_version = "main";
+  EXPECT_NE(all_text(args_for(s)).find("--parallelism.fsdp_reshard_after_forward=always"), std::string::npos);
+  s.parallel.pp = 1;  // control: without a pipeline torchtitan's default already reshards
+  EXPECT_EQ(all_text(args_for(s)).find("fsdp_reshard_after_forward"), std::string::npos);
+}

@@ -5,26 +5,16 @@
 #include "adapters.h"
 #include "../pipeline_schedule.h"
 #include "../torchtitan_split.h"
+#include "torchtitan_degrees.h"
 
 namespace paratune::advisor::frameworks {
 
 namespace {
 
-struct Degrees {
-  int shard = 1, replicate = 1;
-};
-
-// FSDP shards within data_parallel_shard_degree and replicates across the rest (HSDP); ZeRO 0 = DDP only.
-Degrees dp_degrees(const Layout& l) {
-  Degrees d{l.dp, 1};
-  if (l.zero_stage == 0) return {1, l.dp};
-  if (l.shard_group > 0) {
-    int shard = l.shard_group % l.cp == 0 ? l.shard_group / l.cp : l.shard_group;
-    if (shard < 1 || l.dp % shard) shard = l.dp;
-    d = {shard, l.dp / shard};
-  }
-  return d;
-}
+// Planned ZeRO-3 with a pipeline: torchtitan's default ("default") keeps each stage's gathered parameters from the
+// forward to the backward when pp > 1 (reshard_after_forward = not pp_enabled: models/llama3/infra/parallelize.py
+// at v0.2.2, distributed/fsdp.py at main), which the plan's ZeRO-3 memory does not hold; "always" is what it prices.
+bool reshard_always(const Layout& l, const Degrees& d) { return l.pp > 1 && l.zero_stage >= 3 && d.shard > 1; }
 
 // torchtitan v0.2 model names and flavors for the presets it ships (torchtitan/models/llama3).
 std::pair<std::string, std::string> model_flavor(const std::string& preset) {
@@ -54,6 +44,7 @@ std::string toml(const PlanView& v, FrameworkArgs& out) {
   o << "[parallelism]\ndata_parallel_replicate_degree = " << d.replicate << "\ndata_parallel_shard_degree = " << d.shard
     << "\ntensor_parallel_degree = " << l.tp << "\npipeline_parallel_degree = " << l.pp
     << "\ncontext_parallel_degree = " << l.cp << "\n";
+  if (reshard_always(l, d)) o << "fsdp_reshard_after_forward = \"always\"\n";
   torchtitan_moe_toml(v, o);
   if (l.pp > 1) {
     // The stage count follows from ceil((layers + both weights) / layers_per_stage), so the weights and the
@@ -87,6 +78,7 @@ std::string cli(const PlanView& v, FrameworkArgs& out) {
       "--training.num_tokens_per_microbatch_per_dp_rank=" + std::to_string(seq * l.micro_batch),
       "--training.num_tokens_per_train_step=" + std::to_string(seq * v.s.training.global_batch),
       "--training.max_context_length=" + std::to_string(seq)};
+  if (reshard_always(l, d)) f.push_back("--parallelism.fsdp_reshard_after_forward=always");
   if (l.pp > 1) {
     f.push_back(std::string("--parallelism.pipeline_parallel_schedule=") + torchtitan_schedule_name(schedule_of(l)));
     f.push_back("--parallelism.num_pp_microbatches=" + std::to_string(v.accum));

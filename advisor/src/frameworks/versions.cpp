@@ -6,6 +6,7 @@
 #include "paratune/advisor/catalog.h"
 #include "paratune/advisor/framework_kernels.h"
 #include "paratune/advisor/loss_fusion.h"
+#include "torchtitan_degrees.h"
 
 #include <stdexcept>
 
@@ -169,6 +170,15 @@ std::string version_problem(const Scenario& s, const Layout& l, Framework f) {
                  "with tp/pp/cp > 1; shard the data-parallel dimension (zero_stage 3)";
   if (f == F::Torchtitan)
     if (std::string why = torchtitan_flex_problem(s, l, v); !why.empty()) return who + why;
+  // Its expert mesh folds ep x etp into the sharded data-parallel ranks: dp_shard * cp * tp / (ep * etp) ranks
+  // shard each expert (parallel_dims.py: v0.2.2 and main), so replicated data parallelism cannot carry experts.
+  if (f == F::Torchtitan && l.ep * l.etp > 1) {
+    const int shard = frameworks::dp_degrees(l).shard;
+    if ((long(shard) * l.cp * l.tp) % (l.ep * l.etp) != 0)
+      return who + "its expert mesh needs ep * etp (" + std::to_string(l.ep * l.etp) + ") to divide the sharded "
+             "data-parallel ranks times cp * tp (" + std::to_string(long(shard) * l.cp * l.tp) + "): shard the "
+             "data-parallel dimension (zero_stage 3) or plan a smaller ep";
+  }
   if (f == F::Torchtitan && v.id == "main" && l.etp > 1)
     return who + "parallelism has expert_parallel_degree but no expert_tensor_parallel_degree (its config fields); "
                  "plan etp 1 or framework_version=v0.2";
