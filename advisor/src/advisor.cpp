@@ -482,10 +482,7 @@ bool offer_memory_features(const Scenario& s, const Evaluator& ev, Framework f, 
     Layout more = base;
     more.recompute_modules = recompute_module_set(s, base, s.model.generalised_layer()) | kLayernorm | kMlp |
                              (s.model.is_moe() ? kMoeAct | kSharedExperts : 0u);
-    // Megatron-Core refuses moe_act and layernorm recompute under FP8 delayed scaling (transformer_config.py).
-    if (s.training.precision == Precision::Fp8 &&
-        s.training.fp8_recipe.value_or(Fp8Recipe::Delayed) == Fp8Recipe::Delayed)
-      more.recompute_modules &= ~(kLayernorm | kMoeAct);
+    if (fp8_refuses_output_recompute(s)) more.recompute_modules &= ~(kLayernorm | kMoeAct);
     if (fits(more)) st.offer(best_split(s, ev, f, more, usable)), offered = true;
   }
   if (l.recompute == Recompute::None && l.pp == 1 && !c.offload_layers) {

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "paratune/advisor/framework_traits.h"
+#include "paratune/advisor/loss_fusion.h"
 #include "paratune/advisor/plan.h"
 #include "paratune/advisor/scenario.h"
 
@@ -68,19 +70,25 @@ unsigned recompute_modules_from_string(const std::string& s) {
   return mask;
 }
 
+bool fp8_refuses_output_recompute(const Scenario& s) {
+  const TrainingSpec& t = s.training;
+  if (t.precision != Precision::Fp8 || !traits(t.framework).megatron_core) return false;
+  if (t.fp8_recipe.value_or(Fp8Recipe::Delayed) == Fp8Recipe::Delayed) return true;
+  return !s.cluster.te_version.empty() && !te_version_at_least(s.cluster.te_version, 2, 6);
+}
+
 unsigned recompute_module_set(const Scenario& s, const Layout& l, bool moe_layer) {
   using namespace recompute_module;
   if (l.recompute != Recompute::Selective) return 0;
   if (l.recompute_modules != 0) return l.recompute_modules;
   if (!moe_layer) return kCoreAttn;
   // What Megatron-Core accepts of its MoE recipe set (transformer_config.py __post_init__, core_v0.14/0.15):
-  // mla_up_proj only with MLA, moe_act only with the experts' grouped GEMM (an MoE model), neither moe_act nor
-  // layernorm under FP8 delayed scaling (the default recipe). The framework arguments name exactly this set.
+  // mla_up_proj only with MLA, moe_act only with the experts' grouped GEMM (an MoE model), and under FP8 neither
+  // moe_act nor layernorm with delayed scaling (the default recipe) or Transformer Engine before 2.6 (where the
+  // site states its version). The framework arguments name exactly this set.
   unsigned set = kCoreAttn;
   if (s.model.is_mla()) set |= kMlaUpProj;
-  const bool delayed_fp8 = s.training.precision == Precision::Fp8 &&
-                           s.training.fp8_recipe.value_or(Fp8Recipe::Delayed) == Fp8Recipe::Delayed;
-  if (!delayed_fp8) set |= kLayernorm | (s.model.is_moe() ? kMoeAct : 0u);
+  if (!fp8_refuses_output_recompute(s)) set |= kLayernorm | (s.model.is_moe() ? kMoeAct : 0u);
   return set;
 }
 

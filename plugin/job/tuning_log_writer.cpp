@@ -89,8 +89,11 @@ LineClaim claim_tuning_line(const std::string& log_dir, const std::string& job_i
 
 std::string release_tuning_line(const std::string& log_dir, const std::string& job_id) noexcept {
   try {
-    if (::unlinkat(open_job_dir_in(log_dir, job_id).get(), kLineMarkerName, 0) == 0 || errno == ENOENT) return "";
-    return std::system_error(errno, std::generic_category(), "remove jobs/" + job_dir_name(job_id) + "/line").what();
+    const common::UniqueFd dir = open_job_dir_in(log_dir, job_id);
+    if (::unlinkat(dir.get(), kLineMarkerName, 0) == 0) return "";
+    const int err = errno;  // before anything else can change it
+    if (err == ENOENT) return "";
+    return std::system_error(err, std::generic_category(), "remove jobs/" + job_dir_name(job_id) + "/line").what();
   } catch (const std::exception& e) {
     return e.what();
   }

@@ -82,6 +82,9 @@ TEST(AllFrameworks, Fp16MoeIsRefusedWhereMegatronAssertsIt) {
   s.training.framework_version = "core_v0.15";
   s.training.precision = Precision::Bf16;  // control: bf16 MoE is fine
   EXPECT_EQ(stack_problem(s), "");
+  s.cluster.gpu = "v100-sxm2-32gb";  // no BF16 there: the way out is another framework
+  s.training.precision = Precision::Fp16;
+  EXPECT_NE(stack_problem(s).find("use framework=deepspeed or fsdp"), std::string::npos) << stack_problem(s);
   Scenario dense = test_scenarios::on_dgx_h100("llama3-8b", 1, 64);  // control: a dense model in fp16 is fine
   dense.training.precision = Precision::Fp16;
   EXPECT_EQ(stack_problem(dense), "");

@@ -369,6 +369,15 @@ TEST(MemoryFeatures, DefaultModuleSetIsTheOneNamed) {
   EXPECT_EQ(a.find("--recompute-modules"), std::string::npos) << a;
   s.training.fp8_recipe = Fp8Recipe::Tensorwise;
   EXPECT_EQ(recompute_module_set(s, l, true), kCoreAttn | kLayernorm | kMoeAct);
+  s.cluster.te_version = "2.5";  // before TE 2.6 Megatron-Core refuses them under FP8 too
+  EXPECT_EQ(recompute_module_set(s, l, true), kCoreAttn);
+  s.cluster.te_version = "2.6";
+  EXPECT_EQ(recompute_module_set(s, l, true), kCoreAttn | kLayernorm | kMoeAct);
+  s.cluster.te_version.clear();
+  Scenario titan = s;  // the rule is Megatron-Core's: torchtitan keeps the set whatever its FP8 recipe
+  titan.training.framework = Framework::Torchtitan;
+  titan.training.fp8_recipe.reset();
+  EXPECT_EQ(recompute_module_set(titan, l, true), kCoreAttn | kLayernorm | kMoeAct);
   // The memory follows the set: the delayed-scaling plan keeps the norms and activations it cannot recompute.
   Scenario delayed = s;
   delayed.training.fp8_recipe = Fp8Recipe::Delayed;

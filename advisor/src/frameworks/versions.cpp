@@ -140,8 +140,10 @@ std::string stack_problem(const Scenario& s) {
   // Megatron-LM's arguments.py before main: "Currently GroupedGEMM for MoE only supports bf16 dtype." and "Expert
   // parallelism is not supported with fp16 training." (validate_args at core_v0.14.0 and core_v0.15.3).
   if (t.framework == F::Megatron && t.precision == Precision::Fp16 && s.model.is_moe() && v.id != "main")
-    return who + "arguments.py asserts bf16 for the experts' grouped GEMM and refuses expert parallelism with fp16; "
-                 "plan bf16, or framework_version=main (which has neither assert)";
+    return who + "arguments.py asserts bf16 for the experts' grouped GEMM and refuses expert parallelism with fp16" +
+           (no_bf16 ? "; " + s.cluster.gpu + " has no BF16 tensor cores: use framework=deepspeed or fsdp for an FP16 "
+                      "MoE model"
+                    : std::string("; plan bf16, or framework_version=main (which has neither assert)"));
   if (t.framework == F::Torchtitan && t.precision == Precision::Fp16)
     return who + "training.mixed_precision_param accepts bfloat16 or float32 only (its Literal type)" + use_bf16;
   if (t.framework == F::Torchtitan && t.tp_comm_overlap.value_or(false) && !t.compile.value_or(false))

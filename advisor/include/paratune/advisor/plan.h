@@ -51,6 +51,9 @@ struct Layout {
 // allow it (mla_up_proj with MLA, moe_act with experts, neither moe_act nor layernorm under FP8 delayed scaling).
 // What the model prices is what the framework arguments name.
 unsigned recompute_module_set(const Scenario& s, const Layout& l, bool moe_layer);
+// Megatron-Core under FP8 refuses moe_act and layernorm recompute with delayed scaling, and before Transformer
+// Engine 2.6 (transformer_config.py); other frameworks have no such rule.
+bool fp8_refuses_output_recompute(const Scenario& s);
 
 // The schedule layout l runs: the one it fixes, else 1F1B, or interleaved 1F1B with virtual stages.
 inline PipelineSchedule schedule_of(const Layout& l) {
