@@ -134,3 +134,18 @@ TEST(TorchtitanMoe, PipelinedZero3ReshardsAfterForward) {
   s.parallel.pp = 1;  // control: without a pipeline torchtitan's default already reshards
   EXPECT_EQ(all_text(args_for(s)).find("fsdp_reshard_after_forward"), std::string::npos);
 }
+
+// The MoE presets torchtitan v0.2.2 ships get their [model] name and flavor (models/<name>/__init__.py there); a
+// preset it does not ship is said so.
+TEST(TorchtitanMoe, ShippedMoePresetsNameTheirModel) {
+  const std::pair<const char*, const char*> shipped[] = {{"qwen3-30b-a3b", "name = \"qwen3\"\nflavor = \"30B-A3B\""},
+                                                         {"deepseek-v3", "name = \"deepseek_v3\"\nflavor = \"671B\""}};
+  for (const auto& [preset, model] : shipped) {
+    Scenario s = torchtitan_moe(preset, "v0.2", 8);
+    s.parallel.dispatcher = Dispatcher::AllToAll;
+    EXPECT_NE(all_text(args_for(s)).find(model), std::string::npos) << preset << ": " << all_text(args_for(s));
+  }
+  Scenario m = torchtitan_moe("mixtral-8x7b", "v0.2", 8);  // control: not a torchtitan model
+  m.parallel.dispatcher = Dispatcher::AllToAll;
+  EXPECT_NE(all_text(args_for(m)).find("is not a torchtitan model preset"), std::string::npos);
+}

@@ -16,11 +16,16 @@ namespace {
 // at v0.2.2, distributed/fsdp.py at main), which the plan's ZeRO-3 memory does not hold; "always" is what it prices.
 bool reshard_always(const Layout& l, const Degrees& d) { return l.pp > 1 && l.zero_stage >= 3 && d.shard > 1; }
 
-// torchtitan v0.2 model names and flavors for the presets it ships (torchtitan/models/llama3).
+// torchtitan v0.2 model names and flavors for the presets it ships (torchtitan/models/__init__.py _supported_models;
+// each model's flavors in torchtitan/models/<name>/__init__.py at v0.2.2).
 std::pair<std::string, std::string> model_flavor(const std::string& preset) {
-  if (preset == "llama3-8b") return {"llama3", "8B"};
-  if (preset == "llama3-70b") return {"llama3", "70B"};
-  if (preset == "llama3-405b") return {"llama3", "405B"};
+  static const std::pair<const char*, std::pair<const char*, const char*>> kFlavors[] = {
+      {"llama3-8b", {"llama3", "8B"}},           {"llama3-70b", {"llama3", "70B"}},
+      {"llama3-405b", {"llama3", "405B"}},       {"qwen3-30b-a3b", {"qwen3", "30B-A3B"}},
+      {"qwen3-235b-a22b", {"qwen3", "235B-A22B"}}, {"deepseek-v3", {"deepseek_v3", "671B"}},
+      {"gpt-oss-20b", {"gpt_oss", "20b"}},       {"gpt-oss-120b", {"gpt_oss", "120b"}}};
+  for (const auto& [name, flavor] : kFlavors)
+    if (preset == name) return {flavor.first, flavor.second};
   return {"", ""};
 }
 
@@ -91,9 +96,12 @@ std::string cli(const PlanView& v, FrameworkArgs& out) {
   torchtitan_moe_cli(v, f, out.notes);
   if (v.s.training.compile.value_or(false)) f.push_back("--compile.enable");
   if (async_tp(v)) f.push_back("--compile.enable_async_tensor_parallel");
-  out.notes.push_back(std::string("torchtitan main: activation checkpointing (") + to_string(l.recompute) +
-                      ") and the model are set in your config function (Trainer.Config.activation_checkpoint, "
-                      "model_spec); the frozen CLI has no option for them");
+  // Trainer.Config.activation_checkpoint is a tyro subcommand (selective, full, memory-budget, none:
+  // distributed/activation_checkpoint.py at main), given after the flags; the model is the config function's.
+  out.notes.push_back(std::string("torchtitan main: the plan's activation checkpointing is the subcommand "
+                                  "activation-checkpoint:") + to_string(l.recompute) +
+                      " after these flags (or Trainer.Config.activation_checkpoint in your config function); the "
+                      "model (model_spec) is set in your config function");
   if (v.s.training.precision == Precision::Fp8)
     out.notes.push_back("torchtitan main: FP8 is a model converter in the config function (quantize.linear.float8)");
   return argv_lines(f);
