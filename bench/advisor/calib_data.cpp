@@ -221,6 +221,10 @@ void fill_training(Row& r) {
   else if (legacy) t.grad_reduce_fp32 = true;
   if (recipe(r, "fp8_param_gather") == "true" && t.precision == Precision::Fp8) t.fp8_param_gather = true;
   if (const std::string o = recipe(r, "tp_comm_overlap"); o == "on" || o == "off") t.tp_comm_overlap = o == "on";
+  // NVIDIA's NeMo / Megatron-Bridge / MLPerf runs are their performance setups, which turn TP overlap on (NeMo 2:
+  // the recipes' MegatronCommOverlapCallback); where the recipe facts do not say, the row keeps that, as paratune's
+  // NeMo plans only do when told (tp_comm_overlap=yes).
+  else if (r.fw == Framework::Nemo) t.tp_comm_overlap = true;
   megatron_bridge_loss(r);
   if (r.stack == "nanotron") {  // FlashAttention-2, no TP communication overlap, stages balanced by cost (nanotron 2025)
     t.attention = Attention::Flash2;

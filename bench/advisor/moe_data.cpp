@@ -69,6 +69,9 @@ void fill_training(Row& r, bool mlperf) {
   else if (t.precision == Precision::Fp8) t.fp8_recipe = Fp8Recipe::Tensorwise;  // FP8-CS: current scaling
   t.framework = r.fw = Framework::Nemo;
   r.stack = "NeMo / Megatron-Core";
+  // NVIDIA's performance setups turn TP overlap on (as calib_data.cpp assumes for the dense rows without the fact);
+  // paratune's NeMo plans price it only when told.
+  t.tp_comm_overlap = true;
   // Megatron-Bridge's MoE benchmarks force-balance the routing (the summary's footnote); MLPerf trains for real.
   t.moe_force_balance = !mlperf;
   // The recipes' overlap_moe_expert_parallel_comm (MLPerf: "EP a2a overlap"): off where the recipe fact in the

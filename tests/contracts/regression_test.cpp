@@ -80,12 +80,21 @@ TEST(Issue13, NemoOverridesThatTheRecipeReads) {
   std::string n = text(framework_args(s, p));
   EXPECT_EQ(n.find("model.tp_comm_overlap"), std::string::npos);
   // TP overlap is MegatronCommOverlapCallback's (NeMo 2.4): an override of model.config.tp_comm_overlap is undone by
-  // the callback's setup() or, without it, leaves Transformer Engine's userbuffers uninitialised; the plan says how.
+  // the callback's setup() or, without it, leaves Transformer Engine's userbuffers uninitialised. Not priced unless
+  // the scenario says the recipe has it; then the plan says how it is switched on.
   EXPECT_EQ(n.find("tp_comm_overlap=true"), std::string::npos) << n;
-  bool told = false;
-  for (const auto& note : framework_args(s, p).notes)
-    told = told || note.find("MegatronCommOverlapCallback(tp_comm_overlap=True)") != std::string::npos;
-  EXPECT_TRUE(told);
+  const auto told = [](const FrameworkArgs& a) {
+    for (const auto& note : a.notes)
+      if (note.find("MegatronCommOverlapCallback(tp_comm_overlap=True)") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_FALSE(told(framework_args(s, p)));
+  const double unpriced = predict(s, p.layout).breakdown.tp_comm;
+  s.training.tp_comm_overlap = true;
+  EXPECT_TRUE(told(framework_args(s, p)));
+  EXPECT_EQ(text(framework_args(s, p)).find("tp_comm_overlap=true"), std::string::npos);
+  EXPECT_LT(predict(s, p.layout).breakdown.tp_comm, unpriced);  // told: the overlap is priced
+  s.training.tp_comm_overlap.reset();
   EXPECT_NE(n.find("trainer.strategy.account_for_embedding_in_pipeline_split=true"), std::string::npos);
   EXPECT_NE(n.find("trainer.strategy.account_for_loss_in_pipeline_split=true"), std::string::npos);
   EXPECT_NE(n.find("data.seq_length=131072"), std::string::npos);

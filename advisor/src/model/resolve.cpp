@@ -73,9 +73,11 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
   st.loss_bytes = loss_bytes_per_logit(s, f);
   // AutoModel's async TP (enable_async_tensor_parallel) acts on compiled layers only, and its arguments set it only
   // with compile (stack_problem refuses it without).
+  // NeMo 2's overlap is its recipe's MegatronCommOverlapCallback, which paratune's overrides cannot switch on
+  // (frameworks/nemo.cpp): priced only where the scenario says the recipe has it.
   st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan || (f == Framework::Automodel && compiled)) &&
                   (arch == GpuArch::Hopper || arch == GpuArch::Blackwell) &&
-                  s.training.tp_comm_overlap.value_or(st.overlap_dp);
+                  s.training.tp_comm_overlap.value_or(st.overlap_dp && f != Framework::Nemo);
   return st;
 }
 
