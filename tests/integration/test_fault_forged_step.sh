@@ -39,6 +39,9 @@ check "control: the forged partition reached the step (the task sees debug)" gre
 check "deciding step: the gpu partition's forced NCCL_IB_HCA, not debug's" grep -q "hca=gpu-hca" <<<"$out"
 check "deciding step: the gpu partition's forbidden NCCL_NVLS_ENABLE removed" grep -q "nvls=unset" <<<"$out"
 check "deciding step: the gpu partition's cap holds (TP 1)" grep -q "tp=1 " <<<"$out"
+# srun returns before the step's slurmstepd has run the plugin's exit hook (which writes the line): wait, bounded,
+# until slurmctld has the job out of COMPLETING (seen on Slurm 24.11: the line read too early).
+wait_ended "$job"
 check "deciding step: one tuning-log line with partition gpu, 1 node, the real node name" python3 - "$LOG_DIR/tuning.jsonl" "$job" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if f'"job_id":"{sys.argv[2]}"' in l]
