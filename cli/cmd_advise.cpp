@@ -2,16 +2,13 @@
 // layout, print the best plan, its prediction, env, framework arguments and the ranked alternatives.
 // Also holds the helpers `paratune predict` shares (scenario loading with topology resolution, JSON forms).
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

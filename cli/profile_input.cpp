@@ -1,8 +1,6 @@
 #include "profile_input.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "input_file.h"

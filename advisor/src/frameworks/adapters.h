@@ -22,6 +22,9 @@ struct PlanView {
   bool hopper_plus = false;      // Hopper or Blackwell (TP overlap defaults on there)
   bool uneven_pipeline = false;  // layers % pp != 0: embedding and loss count as pipeline layers
   bool tp_overlap() const;       // TP communication overlap is wanted and possible (tp > 1 with sequence parallel)
+  // Megatron-Core's --recompute-modules for the plan: the module set it was priced with, one name each; none
+  // without selective recompute or where the set is Megatron-Core's own default (core_attn).
+  std::vector<std::string> recompute_module_names() const;
 };
 
 void megatron(const PlanView& v, FrameworkArgs& out);

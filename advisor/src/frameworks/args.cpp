@@ -14,6 +14,16 @@ bool PlanView::tp_overlap() const {
   return l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(by_default);
 }
 
+std::vector<std::string> PlanView::recompute_module_names() const {
+  const unsigned modules = recompute_module_set(s, l, s.model.generalised_layer());
+  std::vector<std::string> out;
+  if (modules == 0 || modules == recompute_module::kCoreAttn) return out;
+  const std::string all = recompute_modules_to_string(modules) + ",";
+  for (size_t from = 0, to; (to = all.find(',', from)) != std::string::npos; from = to + 1)
+    out.push_back(all.substr(from, to - from));
+  return out;
+}
+
 std::string argv_lines(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) out += a + "\n";

@@ -8,14 +8,6 @@ namespace paratune::advisor::frameworks {
 
 namespace {
 
-std::vector<std::string> split_modules(unsigned modules) {
-  std::vector<std::string> out;
-  std::string all = recompute_modules_to_string(modules) + ",";
-  for (size_t from = 0, to; (to = all.find(',', from)) != std::string::npos; from = to + 1)
-    out.push_back(all.substr(from, to - from));
-  return out;
-}
-
 const char* attention_backend(const TrainingSpec& t) {
   if (t.attention) {
     switch (*t.attention) {
@@ -71,12 +63,10 @@ void megatron(const PlanView& v, FrameworkArgs& out) {
   if (v.tp_overlap()) add("--tp-comm-overlap");
   if (l.recompute == Recompute::Selective) {
     add("--recompute-granularity", "selective");
-    // The set the plan was priced with, unless it is Megatron's own default (core_attn): nargs='*'
-    // (core_v0.14/0.15) or a list ('+', main), one element per module.
-    const unsigned modules = recompute_module_set(v.s, l, v.s.model.generalised_layer());
-    if (modules != recompute_module::kCoreAttn) {
+    // nargs='*' (core_v0.14/0.15) or a list ('+', main): one element per module.
+    if (const auto modules = v.recompute_module_names(); !modules.empty()) {
       a.push_back("--recompute-modules");
-      for (const std::string& m : split_modules(modules)) a.push_back(m);
+      a.insert(a.end(), modules.begin(), modules.end());
     }
   }
   if (l.recompute == Recompute::Full) {

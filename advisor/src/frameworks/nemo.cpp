@@ -43,13 +43,10 @@ void nemo(const PlanView& v, FrameworkArgs& out) {
     set("model.config.recompute_num_layers", "1");
   } else if (l.recompute == Recompute::Selective) {
     set("model.config.recompute_granularity", "selective");
-    // The set the plan was priced with, unless it is Megatron-Core's own default (core_attn): a Python list literal
-    // (NeMo-Run's TypeParser.parse_list: ast.literal_eval).
-    const unsigned modules = recompute_module_set(v.s, l, v.s.model.generalised_layer());
-    if (modules != recompute_module::kCoreAttn) {
-      std::string list, all = recompute_modules_to_string(modules) + ",";
-      for (size_t from = 0, to; (to = all.find(',', from)) != std::string::npos; from = to + 1)
-        list += (list.empty() ? "'" : ",'") + all.substr(from, to - from) + "'";
+    // A Python list literal (NeMo-Run's TypeParser.parse_list: ast.literal_eval).
+    if (const auto modules = v.recompute_module_names(); !modules.empty()) {
+      std::string list;
+      for (const std::string& m : modules) list += (list.empty() ? "'" : ",'") + m + "'";
       set("model.config.recompute_modules", "[" + list + "]");
     }
   }
