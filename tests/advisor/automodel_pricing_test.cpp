@@ -32,9 +32,13 @@ TEST(AutomodelPricing, DenseLayoutsCostWhatTheyCostOnTorchtitan) {
   EXPECT_DOUBLE_EQ(step(s, Framework::Automodel, l), tt);
   // Control: the stacks priced differently are told apart (Megatron-Core's fused kernels, its own host time).
   EXPECT_NE(step(s, Framework::Megatron, l), tt);
-  // Without compile AutoModel's arguments leave async TP off, and its price has no TP overlap.
+  // Without compile neither runs async TP (AutoModel's acts on compiled layers only; torchtitan's
+  // config/configs.py: "Async TP requires 'model' in --compile.components"): the same price again, with the TP
+  // traffic exposed.
+  const double hidden_tp = Evaluator(s, Framework::Torchtitan).evaluate(l).br.tp_comm;
   s.training.compile = false;
-  EXPECT_GT(step(s, Framework::Automodel, l), step(s, Framework::Torchtitan, l));
+  EXPECT_DOUBLE_EQ(step(s, Framework::Automodel, l), step(s, Framework::Torchtitan, l));
+  EXPECT_GT(Evaluator(s, Framework::Torchtitan).evaluate(l).br.tp_comm, hidden_tp);
 }
 
 TEST(AutomodelPricing, TheGatherDispatcherCombinesWithAnAllReduce) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "dgx_h100.h"
 #include "paratune/advisor/advisor.h"
@@ -139,4 +140,79 @@ TEST(Kernels, ScenarioFileSaysWhatIsInstalled) {
     EXPECT_NE(std::string(e.what()).find("cluster.kernels"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("deepep, hybridep, te, flash3"), std::string::npos) << e.what();
   }
+}
+
+// What the job runs is what the plan is priced for: over the settings that decide TP communication overlap (the
+// framework, a stated tp_comm_overlap, overlap_dp_comm, compile, Transformer Engine installed or not), the arguments
+// switch it on (Megatron's --tp-comm-overlap, NeMo's note naming the recipe's callback, torchtitan's async TP) exactly
+// where the prediction hides part of the TP traffic, and Megatron-Core's plans need Transformer Engine for it exactly
+// then. torchtitan's async TP needs compiled layers (config/configs.py: "Async TP requires 'model' in
+// --compile.components"), so without compile it is neither emitted nor priced.
+TEST(Kernels, TpOverlapPricedExactlyWhereTheArgumentsRunIt) {
+  Scenario base = h100("llama3-70b", 4);
+  base.parallel.tp = 4;  // where every framework here but DeepSpeed (no TP of its own) runs TP
+  base.parallel.sequence_parallel = true;
+  const auto all_text = [](const FrameworkArgs& a) {
+    std::string t = a.torchrun;
+    for (const auto& f : a.files) t += "\n" + f.content;
+    for (const auto& n : a.notes) t += "\n" + n;
+    return t + "\n";
+  };
+  int on = 0, off = 0, torchtitan_eager_stated = 0;
+  std::map<Framework, int> planned;
+  for (Framework f : {Framework::Megatron, Framework::Nemo, Framework::Torchtitan, Framework::DeepSpeed,
+                      Framework::Fsdp})
+    for (std::optional<bool> stated : {std::optional<bool>(), std::optional<bool>(true), std::optional<bool>(false)})
+      for (bool overlap_dp : {true, false})
+        for (bool compile : {false, true})
+          for (bool te : {true, false}) {
+            Scenario s = base;
+            s.training.framework = f;
+            s.training.tp_comm_overlap = stated;
+            s.training.overlap_dp_comm = overlap_dp;
+            s.training.compile = compile;
+            if (!te) s.cluster.kernels = std::vector<Kernel>{Kernel::DeepEP, Kernel::HybridEP};
+            try {
+              validate(s);
+            } catch (const std::invalid_argument&) {
+              if (f == Framework::Torchtitan && !compile && stated == true) ++torchtitan_eager_stated;
+              continue;  // a combination the scenario check refuses, with its reason
+            }
+            Plan p;
+            try {
+              p = advise(s);
+            } catch (const std::exception&) {
+              continue;  // DeepSpeed: nothing with tp 4
+            }
+            EXPECT_EQ(p.layout.tp, 4);
+            const std::string args = all_text(framework_args(s, p));
+            const bool runs = f == Framework::Megatron   ? has_line(args, "--tp-comm-overlap")
+                              : f == Framework::Nemo     ? args.find("MegatronCommOverlapCallback") != std::string::npos
+                              : f == Framework::Torchtitan ? args.find("async_tensor_parallel = true") != std::string::npos
+                                                           : false;
+            Scenario without = s;
+            without.training.tp_comm_overlap = false;
+            const bool priced = predict(s, p.layout).breakdown.tp_comm < predict(without, p.layout).breakdown.tp_comm;
+            const std::string where = std::string(to_string(f)) + " stated=" +
+                                      (stated ? (*stated ? "yes" : "no") : "-") + " overlap_dp=" +
+                                      std::to_string(overlap_dp) + " compile=" + std::to_string(compile) +
+                                      " te=" + std::to_string(te);
+            EXPECT_EQ(runs, priced) << where;
+            const auto needs = kernels_needed(s, p.layout, f);
+            const bool needs_te_for_tp = std::any_of(needs.begin(), needs.end(), [](const KernelNeed& n) {
+              return n.kernel == Kernel::TransformerEngine && n.why.find("TP communication") != std::string::npos;
+            });
+            EXPECT_EQ(needs_te_for_tp, runs && (f == Framework::Megatron || f == Framework::Nemo)) << where;
+            if (f == Framework::Torchtitan && !compile) {
+              EXPECT_FALSE(priced) << where;
+            }
+            (runs ? on : off)++;
+            ++planned[f];
+          }
+  EXPECT_GT(planned[Framework::Megatron], 0);
+  EXPECT_GT(planned[Framework::Nemo], 0);
+  EXPECT_GT(planned[Framework::Torchtitan], 0);
+  EXPECT_GT(on, 5) << "positive control: some settings run the overlap";
+  EXPECT_GT(off, 5);
+  EXPECT_EQ(torchtitan_eager_stated, 4) << "a stated async TP without compile is refused (overlap_dp_comm, TE either way)";
 }

@@ -6,13 +6,7 @@ namespace paratune::advisor {
 
 namespace frameworks {
 
-bool PlanView::tp_overlap() const {
-  // Megatron-Core's overlap is Transformer Engine's (userbuffers): not a default where the site lacks TE.
-  const bool te_needed = plan.framework == Framework::Megatron || plan.framework == Framework::Nemo;
-  const bool by_default = hopper_plus && !(te_needed && s.cluster.lacks(Kernel::TransformerEngine)) &&
-                          plan.framework != Framework::Nemo;  // NeMo 2: the recipe's callback, not an override
-  return l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(by_default);
-}
+bool PlanView::tp_overlap() const { return tp_comm_overlap_runs(s, l, plan.framework); }
 
 std::vector<std::string> PlanView::recompute_module_names() const {
   const unsigned modules = recompute_module_set(s, l, s.model.generalised_layer());

@@ -14,7 +14,7 @@ namespace {
 
 const char* yes(bool b) { return b ? "true" : "false"; }
 
-bool async_tp(const PlanView& v) { return v.tp_overlap() && v.s.training.compile.value_or(false); }
+bool async_tp(const PlanView& v) { return v.tp_overlap(); }  // compiled layers only: tp_comm_overlap_runs
 
 // step_scheduler.local_batch_size is one rank's batch per forward under data parallelism and the whole pipeline
 // batch (split into pp_microbatch_size micro-batches) under pipelining (train_ft.py: pp_batch_size =

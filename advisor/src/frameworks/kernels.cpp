@@ -32,11 +32,31 @@ std::string flex_setting(const Scenario& s, Framework f, Kernel k) {
   return f == Framework::Nemo ? "model.config.moe_enable_deepep=true" : "--moe-enable-deepep";
 }
 
-// Megatron-Core's TP overlap (userbuffers) is Transformer Engine's; on by default on Hopper/Blackwell where TE is.
-bool te_tp_overlap(const Scenario& s, const Layout& l, Framework f) {
-  const bool by_default = hopper_or_blackwell(s.cluster.gpu) && !s.cluster.lacks(Kernel::TransformerEngine);
-  return megatron_core(f) && l.tp > 1 && l.sequence_parallel && s.training.tp_comm_overlap.value_or(by_default);
+// A stack that can overlap TP communication at all: Megatron-Core (Transformer Engine's userbuffers), torchtitan and
+// AutoModel with compiled layers (torchtitan config/configs.py: "Async TP requires 'model' in --compile.components";
+// AutoModel's enable_async_tensor_parallel acts on compiled layers only).
+bool tp_overlap_capable(const Scenario& s, Framework f) {
+  if (megatron_core(f)) return true;
+  if (f == Framework::Torchtitan || f == Framework::Automodel) return s.training.compile.value_or(false);
+  return false;
 }
+
+}  // namespace
+
+bool tp_comm_overlap_runs(const Scenario& s, Framework f) {
+  if (!tp_overlap_capable(s, f)) return false;
+  if (s.training.tp_comm_overlap) return *s.training.tp_comm_overlap;
+  const GpuArch arch = effective_gpu(s.cluster).arch;  // an unknown GPU described by overrides counts as Hopper
+  return (arch == GpuArch::Hopper || arch == GpuArch::Blackwell) && s.training.overlap_dp_comm.value_or(true) &&
+         f != Framework::Nemo &&
+         !(megatron_core(f) && s.cluster.lacks(Kernel::TransformerEngine));
+}
+
+bool tp_comm_overlap_runs(const Scenario& s, const Layout& l, Framework f) {
+  return l.tp > 1 && l.sequence_parallel && tp_comm_overlap_runs(s, f);
+}
+
+namespace {
 
 // Megatron-Core's default attention on Hopper/Blackwell is TE's fused cuDNN kernel (docs/model.md, software stack);
 // without TE it is another (settle_kernel_defaults).
@@ -70,7 +90,7 @@ std::vector<KernelNeed> kernels_needed(const Scenario& s, const Layout& l, Frame
   if (megatron_core(f)) {
     if (s.training.precision == Precision::Fp8)
       out.push_back({Kernel::TransformerEngine, "FP8 training (Megatron-Core's FP8 is Transformer Engine's)"});
-    if (te_tp_overlap(s, l, f))
+    if (megatron_core(f) && tp_comm_overlap_runs(s, l, f))
       out.push_back({Kernel::TransformerEngine, "TP communication overlap (--tp-comm-overlap: TE userbuffers)"});
     if (te_attention(s, f))
       out.push_back({Kernel::TransformerEngine, "fused cuDNN attention (Transformer Engine's)"});

@@ -29,7 +29,7 @@ std::pair<std::string, std::string> model_flavor(const std::string& preset) {
   return {"", ""};
 }
 
-bool async_tp(const PlanView& v) { return v.tp_overlap() && v.s.training.compile.value_or(false); }
+bool async_tp(const PlanView& v) { return v.tp_overlap(); }  // compiled layers only: tp_comm_overlap_runs
 
 // Tokens per micro-batch per data-parallel rank and per pipeline: local batch as torchtitan counts it.
 int local_batch(const PlanView& v) { return v.l.pp > 1 ? v.l.micro_batch * v.accum : v.l.micro_batch; }

@@ -1,6 +1,7 @@
 // Resolving a scenario once: catalog lookup, achieved bandwidths, the stack's switches, the model's dimensions.
 #include <algorithm>
 
+#include "paratune/advisor/framework_kernels.h"
 #include "paratune/advisor/loss_fusion.h"
 #include "paratune/advisor/model.h"
 #include "paratune/advisor/profile.h"
@@ -63,21 +64,15 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
   const bool compiled = s.training.compile.value_or(false) && st.pytorch_native;
   st.elt_scale = p.elt_scale * (eager ? p.eager_elt_factor : 1.0) * (compiled ? p.compile_elt_scale : 1.0);
   st.overlap_dp = s.training.overlap_dp_comm.value_or(true);
-  // TP comm/GEMM overlap: Megatron-Core/NeMo (userbuffers) and torchtitan (async TP) on Hopper and Blackwell; on by
-  // default where it exists unless the scenario says tp_comm_overlap = false.
   st.grad_fp32 = s.training.grad_reduce_fp32.value_or(st.pytorch_native);
   st.fp8_params = s.training.precision == Precision::Fp8 && st.megatron_core &&
                   s.training.fp8_param_gather.value_or(false);
   st.overlap_param_gather = overlap_param_gather(s.training, f);
   st.balanced_stages = s.training.pipeline_split == PipelineSplit::Balanced;
   st.loss_bytes = loss_bytes_per_logit(s, f);
-  // AutoModel's async TP (enable_async_tensor_parallel) acts on compiled layers only, and its arguments set it only
-  // with compile (stack_problem refuses it without).
-  // NeMo 2's overlap is its recipe's MegatronCommOverlapCallback, which paratune's overrides cannot switch on
-  // (frameworks/nemo.cpp): priced only where the scenario says the recipe has it.
-  st.tp_overlap = (st.megatron_core || f == Framework::Torchtitan || (f == Framework::Automodel && compiled)) &&
-                  (arch == GpuArch::Hopper || arch == GpuArch::Blackwell) &&
-                  s.training.tp_comm_overlap.value_or(st.overlap_dp && f != Framework::Nemo);
+  // What the job runs (framework_kernels.h), priced on Hopper and Blackwell only: the fitted share hidden
+  // (tp_overlap) comes from those GPUs' runs.
+  st.tp_overlap = tp_comm_overlap_runs(s, f) && (arch == GpuArch::Hopper || arch == GpuArch::Blackwell);
   return st;
 }
 

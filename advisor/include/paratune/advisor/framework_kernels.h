@@ -22,6 +22,16 @@ struct KernelNeed {
 // FlashAttention-3 for attention = "flash3".
 std::vector<KernelNeed> kernels_needed(const Scenario& s, const Layout& l, Framework f);
 
+// Whether the job overlaps tensor-parallel communication with its GEMMs, the layout aside (it acts only at tp > 1
+// with sequence parallelism): Megatron-Core's --tp-comm-overlap (Transformer Engine's userbuffers), torchtitan's and
+// AutoModel's async TP (compiled layers only). The scenario's tp_comm_overlap where stated (validate() refuses a stated
+// overlap the stack cannot run); by default on Hopper and Blackwell where the stack has it, unless the scenario says
+// its communication is not overlapped (overlap_dp_comm = no) or the site lacks Transformer Engine; never by default
+// in NeMo 2, whose recipe's MegatronCommOverlapCallback owns it. One decision for the plan's arguments, the kernels
+// it needs and its price.
+bool tp_comm_overlap_runs(const Scenario& s, Framework f);
+bool tp_comm_overlap_runs(const Scenario& s, const Layout& l, Framework f);  // and tp > 1 with sequence parallelism
+
 // The flex dispatcher's backend: HybridEP where the NVLink domain spans nodes and the version has it (Megatron-LM
 // main's --moe-flex-dispatcher-backend), else DeepEP; the other one when the site lacks the first; nullopt when the
 // site has neither backend the version can use.
