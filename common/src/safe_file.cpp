@@ -21,6 +21,27 @@ namespace {
 // Read what is left of an open regular file, up to `limit` bytes (defined below).
 std::string read_fd_bounded(int fd, const std::string& path, size_t limit, bool* truncated);
 
+// All of an open file, or an error when it holds more than `limit` bytes: an input cut short would parse as a
+// different, valid one. The message starts with the path unless the caller names the file itself.
+std::string read_whole_or_refuse(int fd, const std::string& path, size_t limit, bool path_in_message = true) {
+  bool truncated = false;
+  std::string out = read_fd_bounded(fd, path, limit, &truncated);
+  if (truncated)
+    throw std::runtime_error((path_in_message ? path + ": " : "") + "larger than " + std::to_string(limit) + " bytes");
+  return out;
+}
+
+// A path opened for reading that is a regular file, not a symlink to one: O_NONBLOCK so that a FIFO planted under
+// the name cannot block the open, O_NOCTTY so that a terminal is never made the controlling one. `st` gets its
+// status for the caller's own checks (owner, mode, links).
+UniqueFd open_regular_no_symlink(int dirfd, const std::string& path, struct stat* st) {
+  UniqueFd fd(::openat(dirfd, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) return fd;
+  if (::fstat(fd.get(), st) != 0) fail("stat " + path);
+  if (!S_ISREG(st->st_mode)) throw std::runtime_error(path + ": not a regular file");
+  return fd;
+}
+
 // Permission bits as an admin types them: "0755", "1777".
 std::string octal_mode(mode_t mode) {
   char buf[8];
@@ -182,7 +203,8 @@ UniqueFd lock_in_directory(int dirfd, const std::string& lock_name, int attempts
 
 std::string read_owned_file_at(int dirfd, const std::string& name, size_t limit, bool* missing) {
   *missing = false;
-  UniqueFd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  struct stat st {};
+  UniqueFd fd = open_regular_no_symlink(dirfd, name, &st);
   if (!fd) {
     if (errno == ENOENT) {
       *missing = true;
@@ -190,60 +212,38 @@ std::string read_owned_file_at(int dirfd, const std::string& name, size_t limit,
     }
     fail("open " + name);
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) fail("stat " + name);
-  if (!S_ISREG(st.st_mode)) throw std::runtime_error(name + ": not a regular file");
   require_own_single_link(name, st);
   if (st.st_uid != ::geteuid()) throw std::runtime_error(name + ": not owned by this process's user; refused");
-  bool truncated = false;
-  std::string out = read_fd_bounded(fd.get(), name, limit, &truncated);
-  if (truncated) throw std::runtime_error(name + ": larger than " + std::to_string(limit) + " bytes");
-  return out;
+  return read_whole_or_refuse(fd.get(), name, limit);
 }
 
-namespace {
-
-// Read what is left of an open regular file, up to `limit` bytes.
-std::string read_fd_bounded(int fd, const std::string& path, size_t limit, bool* truncated);
-
-}  // namespace
-
 std::string read_bounded(const std::string& path, size_t limit, bool* truncated) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (!fd) fail("open " + path);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) fail("stat " + path);
-  if (!S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+  UniqueFd fd = open_regular_no_symlink(AT_FDCWD, path, &st);
+  if (!fd) fail("open " + path);
   return read_fd_bounded(fd.get(), path, limit, truncated);
 }
 
 std::string read_input_file(const std::string& path, size_t limit) {
+  // Symlinks followed (a user's own file named on a command line), so not open_regular_no_symlink.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
   if (!fd) throw std::runtime_error(std::string("cannot open (") + std::strerror(errno) + ")");
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw std::runtime_error(std::string("cannot stat (") + std::strerror(errno) + ")");
   if (S_ISDIR(st.st_mode)) throw std::runtime_error("a directory, not a file");
   if (!S_ISREG(st.st_mode)) throw std::runtime_error("not a regular file (a FIFO, socket or device is not read)");
-  bool truncated = false;
-  std::string out = read_fd_bounded(fd.get(), path, limit, &truncated);
-  if (truncated) throw std::runtime_error("larger than " + std::to_string(limit) + " bytes");
-  return out;
+  return read_whole_or_refuse(fd.get(), path, limit, false);
 }
 
 std::string read_trusted_file(const std::string& path, size_t limit, uid_t owner) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (!fd) fail("open " + path);
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) fail("stat " + path);
-  if (!S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+  UniqueFd fd = open_regular_no_symlink(AT_FDCWD, path, &st);
+  if (!fd) fail("open " + path);
   if (st.st_uid != owner)
     throw std::runtime_error(path + ": owned by uid " + std::to_string(st.st_uid) + ", not " + std::to_string(owner) +
                              ": refused");
   if (st.st_mode & (S_IWGRP | S_IWOTH)) throw std::runtime_error(path + ": writable by group or others: refused");
-  bool truncated = false;
-  std::string out = read_fd_bounded(fd.get(), path, limit, &truncated);
-  if (truncated) throw std::runtime_error(path + ": larger than " + std::to_string(limit) + " bytes");
-  return out;
+  return read_whole_or_refuse(fd.get(), path, limit);
 }
 
 namespace {
