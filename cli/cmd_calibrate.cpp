@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "input_file.h"
 #include "iso_time.h"
 #include "options.h"
+#include "output_file.h"
 #include "log_input.h"
 #include "paratune/advisor/calibration_file.h"
 #include "paratune/tuning/calibrate.h"
@@ -40,7 +40,9 @@ const char* kDescription =
     "--max-user-share of a group, the fit is trimmed, and a group needs the jobs of two users or of a user\n"
     "named by --trust-user; an out-of-memory record counts only when the step failed with the framework's own\n"
     "message, and one user's evidence sets at most a quarter of the GPU as head-room. Per group it prints the jobs\n"
-    "and users used, what was dropped and why. --dry-run prints what would change in the file and writes nothing.";
+    "and users used, what was dropped and why. --dry-run prints what would change in the file and writes nothing.\n"
+    "Entries of an existing -o file that this log does not refit are kept unless --replace; the file is replaced\n"
+    "whole (a temporary file renamed over it), never left half-written.";
 const char* kFooter =
     "exit status: 0 written, 1 the log cannot be read or the file written, 2 bad option, 3 no usable job\n"
     "(neither for the efficiencies nor for the memory head-room)";
@@ -52,6 +54,7 @@ struct CalibrateArgs {
   double holdout = 0;
   std::vector<std::string> trusted;
   bool dry_run = false;
+  bool replace = false;
 };
 
 std::string pct(double v) {
@@ -165,15 +168,52 @@ int show_changes(const std::string& path, const advisor::Calibration& fresh) {
   return kOk;
 }
 
-int write_file(const std::string& path, const CalibrationResult& r) {
-  std::ofstream out(path, std::ios::trunc);
-  out << advisor::to_toml(r.calibration);
-  if (!out.good()) {
-    std::fprintf(stderr, "paratune calibrate: cannot write %s\n", path.c_str());
+// Entries of the existing file that this log does not fit again (a thin log after rotation, a group that lost its
+// second user) stay as they were unless --replace: a refit never silently drops what an earlier, larger log
+// established. Prints each kept entry.
+size_t carry_over(const std::string& path, advisor::Calibration* fresh) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return 0;
+  advisor::Calibration old;
+  try {
+    old = advisor::parse_calibration(read_cli_file(path, "calibration"), path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paratune calibrate: %s (nothing kept from it)\n", e.what());
+    return 0;
+  }
+  const size_t before = fresh->entries.size() + fresh->memory.size();
+  for (const auto& e : old.entries) {
+    const bool refitted = std::any_of(fresh->entries.begin(), fresh->entries.end(), [&](const auto& f) {
+      return f.gpu == e.gpu && f.fabric == e.fabric && f.framework == e.framework;
+    });
+    if (refitted) continue;
+    fresh->entries.push_back(e);
+    std::printf("kept from %s: %s %s %s (not refitted from this log; --replace drops it)\n", path.c_str(),
+                e.gpu.c_str(), e.fabric.empty() ? "any-fabric" : e.fabric.c_str(),
+                e.framework.empty() ? "any-framework" : e.framework.c_str());
+  }
+  for (const auto& m : old.memory) {
+    const bool relearned = std::any_of(fresh->memory.begin(), fresh->memory.end(), [&](const auto& f) {
+      return f.gpu == m.gpu && f.framework == m.framework;
+    });
+    if (relearned) continue;
+    fresh->memory.push_back(m);
+    std::printf("kept from %s: memory head-room %s %s (not relearned from this log; --replace drops it)\n",
+                path.c_str(), m.gpu.c_str(), m.framework.empty() ? "any-framework" : m.framework.c_str());
+  }
+  return fresh->entries.size() + fresh->memory.size() - before;
+}
+
+int write_file(const std::string& path, const CalibrationResult& r, size_t kept) {
+  try {
+    write_output_file(path, advisor::to_toml(r.calibration));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paratune calibrate: cannot write %s: %s (nothing written)\n", path.c_str(), e.what());
     return kFailure;
   }
-  std::printf("wrote %s (%zu of %zu groups calibrated, %zu memory head-room entries)\n", path.c_str(),
-              r.calibration.entries.size(), r.groups.size(), r.calibration.memory.size());
+  std::printf("wrote %s (%zu calibration and %zu memory head-room entries, %zu of them kept from before; %zu groups "
+              "in this log)\n", path.c_str(), r.calibration.entries.size(), r.calibration.memory.size(), kept,
+              r.groups.size());
   return kOk;
 }
 
@@ -204,7 +244,8 @@ int run(const CalibrateArgs& args) {
   print_groups(r);
   r.calibration.generated = now_iso();
   r.calibration.source = log_path + " (" + std::to_string(samples.size()) + " jobs)";
-  return args.dry_run ? show_changes(args.out_path, r.calibration) : write_file(args.out_path, r);
+  const size_t kept = args.replace ? 0 : carry_over(args.out_path, &r.calibration);
+  return args.dry_run ? show_changes(args.out_path, r.calibration) : write_file(args.out_path, r, kept);
 }
 
 Action setup(CLI::App& app, const std::vector<std::string>&) {
@@ -239,6 +280,8 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
       ->type_name("F")
       ->check(options::number_in(0, 1, true, false, "a fraction in (0, 1]"));
   app.add_flag("--dry-run", a->dry_run, "print what would change in the -o file and write nothing");
+  app.add_flag("--replace", a->replace,
+               "write only what this log fits: drop the -o file's entries it does not refit (kept by default)");
   return [a] { return run(*a); };
 }
 

@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "options.h"
+#include "output_file.h"
 #include "log_input.h"
 #include "log_views.h"
 #include "paratune/tuning/scan/log_stream.h"
@@ -98,11 +99,10 @@ int write_svg(const LogArgs& a, const PlotSample& plots) {
   }
   PlotOptions o;
   o.threshold = a.threshold;
-  std::ofstream out(a.svg_path, std::ios::trunc);
-  out << plots_svg(plots.entries(), plots.options(o));
-  out.close();
-  if (!out.good()) {
-    std::fprintf(stderr, "paratune log: cannot write %s\n", a.svg_path.c_str());
+  try {
+    write_output_file(a.svg_path, plots_svg(plots.entries(), plots.options(o)));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paratune log: cannot write %s: %s\n", a.svg_path.c_str(), e.what());
     return kFailure;
   }
   std::fprintf(stderr, "paratune log: wrote %s\n", a.svg_path.c_str());

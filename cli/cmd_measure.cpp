@@ -16,13 +16,16 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "command.h"
 #include "measure_raw.h"
 #include "options.h"
+#include "output_file.h"
 #include "paratune/advisor/catalog.h"
 #include "paratune/probe/probe.h"
 
@@ -127,18 +130,10 @@ int write_profile(const MeasureArgs& a, const std::string& raw_path, const probe
     return kFailure;
   }
   for (const auto& w : warnings) std::fprintf(stderr, "paratune measure: %s\n", w.c_str());
-  const std::string tmp = a.out + ".tmp";
-  std::error_code ec;
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << advisor::to_toml(p);
-    f.close();
-    if (!f) ec = std::make_error_code(std::errc::io_error);
-  }
-  if (!ec) fs::rename(tmp, a.out, ec);  // whole or not at all
-  if (ec) {
-    std::fprintf(stderr, "paratune measure: cannot write %s: %s\n", a.out.c_str(), ec.message().c_str());
-    fs::remove(tmp, ec);
+  try {
+    write_output_file(a.out, advisor::to_toml(p));  // whole or not at all
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "paratune measure: cannot write %s: %s\n", a.out.c_str(), e.what());
     return kFailure;
   }
   std::printf("paratune measure: %s (%s, fingerprint %s, %d nodes x %d ranks, %.0f s): GEMM bf16 %.4g TFLOP/s, "
@@ -147,6 +142,29 @@ int write_profile(const MeasureArgs& a, const std::string& raw_path, const probe
               p.rates.bf16_gemm_tflops, p.rates.hbm_gbps, p.rates.intra_busbw_gbps, p.rates.inter_busbw_gbps);
   return kOk;
 }
+
+// A directory only this user can enter, under $TMPDIR or /tmp, removed with what it holds when it goes.
+struct PrivateDir {
+  std::string path;
+  PrivateDir() = default;
+  PrivateDir(PrivateDir&& o) noexcept : path(std::exchange(o.path, {})) {}
+  PrivateDir& operator=(PrivateDir&& o) noexcept {
+    std::swap(path, o.path);
+    return *this;
+  }
+  ~PrivateDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+  static PrivateDir make(const std::string& prefix) {
+    std::string templ = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    if (::mkdtemp(templ.data()) == nullptr)
+      throw std::runtime_error("cannot create a private directory " + templ + " (" + std::strerror(errno) + ")");
+    PrivateDir d;
+    d.path = templ;
+    return d;
+  }
+};
 
 int run(const MeasureArgs& a) {
   probe::Topology topo;
@@ -158,8 +176,19 @@ int run(const MeasureArgs& a) {
   }
   const measure::Task t = measure::task_from_env(a.port);
   const std::string script = a.script.empty() ? std::string(PARATUNE_DATADIR) + "/paratune/measure.py" : a.script;
+  // The raw figures go to a private directory (mkdtemp, 0700): a predictable name in /tmp would let another user
+  // plant a symlink the benchmark follows as the admin, or forge the figures (docs/security.md).
+  PrivateDir scratch;
   std::string raw = a.raw;
-  if (raw.empty()) raw = (fs::temp_directory_path() / ("paratune-measure-" + std::to_string(::getpid()) + ".json")).string();
+  if (raw.empty()) {
+    try {
+      scratch = PrivateDir::make("paratune-measure");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "paratune measure: %s\n", e.what());
+      return kFailure;
+    }
+    raw = scratch.path + "/raw.json";
+  }
   if (t.rank == 0)
     std::fprintf(stderr, "paratune measure: %d ranks, rendezvous %s:%d, fingerprint %s, budget %.0f s\n", t.world,
                  t.master_addr.c_str(), t.master_port, topo.fingerprint.c_str(), a.budget);
@@ -177,9 +206,7 @@ int run(const MeasureArgs& a) {
     return kFailure;
   }
   if (t.rank != 0) return kOk;
-  const int written = write_profile(a, raw, topo);
-  if (a.raw.empty()) fs::remove(raw);
-  return written;
+  return write_profile(a, raw, topo);  // scratch (the raw file with it) goes when it goes out of scope
 }
 
 Action setup(CLI::App& app, const std::vector<std::string>&) {

@@ -23,6 +23,30 @@ grep -q "the benchmark ran past 21 s: stopped" "$dir/hang.err" || fail "no messa
 [ ! -e "$dir/never.toml" ] || fail "a profile was written for a benchmark that did not finish"
 echo "ok: a hanging benchmark is stopped after $took s"
 
+# Without --raw the benchmark writes its figures into a private directory (mode 0700, mkdtemp) that is gone
+# afterwards: not a predictable name in /tmp that another user could plant a symlink at.
+cat > "$dir/fake.sh" <<FAKE
+#!/bin/sh
+out=\$2
+d=\$(dirname "\$out")
+echo "\$d" > "$dir/outdir"; stat -c %a "\$d" > "$dir/outmode"
+printf '{"device":"cuda","device_name":"x","duration_s":1,"hosts":["n1"]}' > "\$out"
+FAKE
+"$cli" measure -o "$dir/fake.toml" --python /bin/sh --script "$dir/fake.sh" --budget 5 --topology "$fixture" \
+  2> "$dir/fake.err" || fail "measure with a benchmark that writes its figures: $(cat "$dir/fake.err")"
+[ -s "$dir/fake.toml" ] || fail "no profile written"
+[ "$(cat "$dir/outmode")" = 700 ] || fail "the raw figures' directory has mode $(cat "$dir/outmode"), expected 700"
+case $(cat "$dir/outdir") in */paratune-measure-??????) ;; *) fail "raw figures in $(cat "$dir/outdir")" ;; esac
+[ ! -e "$(cat "$dir/outdir")" ] || fail "the private directory $(cat "$dir/outdir") was left behind"
+echo "ok: the raw figures went to a private directory, removed afterwards"
+
+# The profile is replaced whole or not at all: a target that is not a regular file is refused, nothing written.
+rc=0; "$cli" measure -o /dev/full --python /bin/sh --script "$dir/fake.sh" --budget 5 --topology "$fixture" \
+  2> "$dir/full.err" || rc=$?
+[ "$rc" = 1 ] || fail "measure -o /dev/full: exit $rc, expected 1"
+grep -q "cannot write /dev/full: not a regular file" "$dir/full.err" || fail "$(cat "$dir/full.err")"
+echo "ok: measure -o /dev/full refused"
+
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "SKIP: Debian's python3-torch is not installed (scripts/install-deps.sh installs it)"; exit 77
 fi

@@ -251,6 +251,37 @@ TEST_F(Cli, CalibrateWritesAFileTheAdvisorReads) {
   EXPECT_EQ(sh(cli() + " calibrate --log " + log.string() + " -o " + out.string(), dir_).status, 3);
 }
 
+// A refit from a thin log (the day after rotation) keeps the entries it cannot refit instead of wiping the site's
+// calibration; --replace drops them. The file is replaced whole, keeps the admin's permission bits, and a target
+// that is not a regular file (/dev/full: every write fails) is refused with nothing written.
+TEST_F(Cli, CalibrateKeepsWhatAThinLogCannotRefitAndWritesWholeOrNothing) {
+  const fs::path log = dir_ / "tuning.jsonl", thin = dir_ / "thin.jsonl", out = dir_ / "calibration.toml";
+  const std::string history = synthetic_history(80);
+  std::ofstream(log.string()) << history;
+  std::ofstream(thin.string()) << history.substr(0, history.find('\n') + 1);
+  ASSERT_EQ(sh(cli() + " calibrate --log " + log.string() + " -o " + out.string(), dir_).status, 0);
+  const auto full = paratune::advisor::parse_calibration(slurp(out.string()), out.string());
+  ASSERT_EQ(full.entries.size(), 2u) << "positive control: the full log fits two groups";
+  fs::permissions(out, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+
+  const Result r = sh(cli() + " calibrate --log " + thin.string() + " -o " + out.string(), dir_);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("kept from " + out.string() + ": h100-sxm5-80gb"), std::string::npos) << r.out;
+  const auto kept = paratune::advisor::parse_calibration(slurp(out.string()), out.string());
+  ASSERT_EQ(kept.entries.size(), 2u);
+  EXPECT_DOUBLE_EQ(kept.entries[0].compute_scale, full.entries[0].compute_scale);
+  EXPECT_EQ(fs::status(out).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+
+  EXPECT_EQ(sh(cli() + " calibrate --log " + thin.string() + " -o " + out.string() + " --replace", dir_).status, 0);
+  EXPECT_TRUE(paratune::advisor::parse_calibration(slurp(out.string()), out.string()).entries.empty());
+
+  const Result full_disk = sh(cli() + " calibrate --log " + log.string() + " -o /dev/full", dir_);
+  EXPECT_EQ(full_disk.status, 1);
+  EXPECT_NE(full_disk.err.find("cannot write /dev/full: not a regular file"), std::string::npos) << full_disk.err;
+  EXPECT_EQ(full_disk.out.find("wrote"), std::string::npos) << full_disk.out;
+}
+
 // Issue 14: a scenario of one 100 kB table header `[a.a.a....]` (50,000 levels) overflowed TOML++'s stack and
 // `paratune predict` died of SIGSEGV (139). Now the depth is checked first: a bad-input exit naming the place.
 TEST_F(Cli, PredictRejectsADeeplyNestedScenarioInsteadOfCrashing) {
