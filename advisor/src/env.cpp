@@ -134,8 +134,10 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
     else
       add("CUDA_DEVICE_MAX_CONNECTIONS", "1",
           "Megatron TP/SP/CP communication overlap needs kernels issued in order on a single hardware queue");
-  } else if (f == Framework::DeepSpeed && l.tp > 1 && l.zero_stage < 3) {
-    add("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron-DeepSpeed tensor parallelism with sequence parallel overlap");
+  } else if (f == Framework::DeepSpeed && l.tp > 1 && l.sequence_parallel) {
+    // Megatron-DeepSpeed raises at start-up with --sequence-parallel unless it is 1, whatever the ZeRO stage
+    // (megatron/arguments.py at 4efb479d); DeepSpeed itself never reads it.
+    add("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron-DeepSpeed refuses sequence parallelism without it");
   }
 
   // NICs: exact list of the active compute HCAs (ports), in the order the GPUs see them (probe order).

@@ -115,10 +115,38 @@ TEST(Issue13, DeepSpeedModelParallelNeedsMegatronDeepSpeed) {
   const Plan plain = advise(s);
   EXPECT_EQ(plain.layout.tp * plain.layout.pp, 1) << "the search skips what plain DeepSpeed cannot run";
   s.training.framework_version = "megatron-deepspeed";
+  // Its selective recompute is checkpoint_core_attention, set on the unfused attention path only
+  // (megatron/model/transformer.py at 4efb479d): with FlashAttention (A100) it saves nothing, so it is refused.
+  EXPECT_NE(layout_problem(s, l, Framework::DeepSpeed).find("selective recompute"), std::string::npos);
+  l.recompute = Recompute::Full;
   EXPECT_EQ(layout_problem(s, l, Framework::DeepSpeed), "");
-  const FrameworkArgs a = framework_args(s, with_layout(s, 4, 1, 1));
+  Plan full = with_layout(s, 4, 1, 1);
+  full.layout.recompute = Recompute::Full;
+  const FrameworkArgs a = framework_args(s, full);
   ASSERT_EQ(a.files.size(), 2u);
   EXPECT_NE(a.files[1].content.find("--tensor-model-parallel-size=4"), std::string::npos);
+  // Without a --use-flash-attn* flag it runs the unfused CoreAttention the plan did not price.
+  EXPECT_NE(a.files[1].content.find("--use-flash-attn-v2\n"), std::string::npos) << a.files[1].content;
+  // It raises at start-up with --sequence-parallel unless CUDA_DEVICE_MAX_CONNECTIONS is 1, at every ZeRO stage
+  // (megatron/arguments.py at 4efb479d).
+  for (int zero : {1, 3}) {
+    Plan sp = with_layout(s, 4, 1, zero);
+    ASSERT_TRUE(sp.layout.sequence_parallel);
+    EXPECT_EQ(env(sp, "CUDA_DEVICE_MAX_CONNECTIONS"), "1") << "zero " << zero;
+  }
+  Scenario unfused = s;
+  unfused.training.flash_attention = false;
+  l.recompute = Recompute::Selective;
+  EXPECT_EQ(layout_problem(unfused, l, Framework::DeepSpeed), "") << "selective recompute acts on unfused attention";
+  EXPECT_EQ(framework_args(unfused, full).files[1].content.find("--use-flash-attn"), std::string::npos);
+  unfused.training.flash_attention.reset();
+  unfused.training.attention = Attention::Flash3;
+  try {
+    validate(unfused);
+    ADD_FAILURE() << "attention=flash3 accepted for Megatron-DeepSpeed, which cannot run it";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--use-flash-attn-v2"), std::string::npos) << e.what();
+  }
   const auto cfg = nlohmann::json::parse(a.files[0].content);
   EXPECT_EQ(cfg["train_batch_size"].get<int>(), cfg["train_micro_batch_size_per_gpu"].get<int>() *
                                                     cfg["gradient_accumulation_steps"].get<int>() * (128 / 4));

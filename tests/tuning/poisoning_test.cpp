@@ -247,8 +247,16 @@ TEST_F(Poisoning, DryRunShowsTheChangeAndWritesNothing) {
   const size_t at = out.find(moved);
   ASSERT_NE(at, std::string::npos) << out;
   EXPECT_NEAR(std::stod(out.substr(at + moved.size(), 5)), megatron_entry(cal)->compute_scale, 0.0005) << out;
-  EXPECT_NE(out.find("memory h100-sxm5-80gb/megatron: entry removed (head-room 2.0 GiB -> 0)"), std::string::npos)
+  // The in-force head-room this log does not relearn is kept (--replace would drop it, and says so).
+  EXPECT_NE(out.find("memory head-room h100-sxm5-80gb megatron (not relearned from this log"), std::string::npos)
       << out;
+  EXPECT_EQ(out.find("entry removed"), std::string::npos) << out;
   EXPECT_NE(out.find("dry run: nothing written"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(file)) << "calibrate wrote " << file;
+  ASSERT_EQ(std::system((cmd.substr(0, cmd.find(" >")) + " --replace >" + (dir_ / "out").string() + " 2>&1").c_str()),
+            0);
+  const std::string replaced = slurp((dir_ / "out").string());
+  EXPECT_NE(replaced.find("memory h100-sxm5-80gb/megatron: entry removed (head-room 2.0 GiB -> 0)"),
+            std::string::npos) << replaced;
+  EXPECT_EQ(slurp(keep.string()), text) << "a dry run with --replace writes nothing either";
 }

@@ -4,12 +4,13 @@
 #include <sstream>
 
 #include "adapters.h"
+#include "paratune/advisor/framework_kernels.h"
 
 namespace paratune::advisor::frameworks {
 
 namespace {
 
-std::string config_json(const PlanView& v, bool megatron_ds) {
+std::string config_json(const PlanView& v) {
   const Layout& l = v.l;
   const TrainingSpec& t = v.s.training;
   std::ostringstream o;
@@ -27,9 +28,6 @@ std::string config_json(const PlanView& v, bool megatron_ds) {
     o << ",\n    \"stage3_prefetch_bucket_size\": 50000000,\n    \"stage3_param_persistence_threshold\": 100000,\n"
       << "    \"stage3_max_live_parameters\": 1000000000";
   o << "\n  },\n";
-  if (megatron_ds && l.recompute != Recompute::None)  // read by Megatron-DeepSpeed's checkpointing wrapper
-    o << "  \"activation_checkpointing\": {\"partition_activations\": " << (l.tp > 1 ? "true" : "false")
-      << ", \"contiguous_memory_optimization\": false, \"cpu_checkpointing\": false},\n";
   o << "  \"gradient_clipping\": 1.0,\n  \"steps_per_print\": 100,\n  \"wall_clock_breakdown\": false\n}\n";
   return o.str();
 }
@@ -44,6 +42,9 @@ std::string megatron_deepspeed_args(const PlanView& v) {
       "--zero-stage=" + std::to_string(l.zero_stage)};
   if (l.pp == 1) a.push_back("--no-pipeline-parallel");  // without it Megatron-DeepSpeed builds a 1-stage PipelineModule
   if (l.sequence_parallel && l.tp > 1) a.push_back("--sequence-parallel");
+  // Without a --use-flash-attn* flag its ParallelAttention runs the unfused CoreAttention, which stores the score
+  // matrices the plan did not price (megatron/model/transformer.py at 4efb479d).
+  if (fused_attention_runs(v.s)) a.push_back("--use-flash-attn-v2");
   if (l.recompute == Recompute::Selective) a.push_back("--recompute-granularity=selective");
   if (l.recompute == Recompute::Full)
     for (const char* f : {"--recompute-granularity=full", "--recompute-method=uniform", "--recompute-num-layers=1"})
@@ -56,7 +57,7 @@ std::string megatron_deepspeed_args(const PlanView& v) {
 
 void deepspeed(const PlanView& v, FrameworkArgs& out) {
   const bool megatron_ds = v.version.id == "megatron-deepspeed";
-  out.files.push_back({"deepspeed.json", config_json(v, megatron_ds)});
+  out.files.push_back({"deepspeed.json", config_json(v)});
   if (megatron_ds) {
     out.files.push_back({"megatron-deepspeed.args", megatron_deepspeed_args(v)});
     out.notes.push_back("Megatron-DeepSpeed: pass megatron-deepspeed.args to pretrain_gpt.py (mapfile -t ARGS < FILE; "
@@ -65,6 +66,15 @@ void deepspeed(const PlanView& v, FrameworkArgs& out) {
   } else {
     out.notes.push_back("deepspeed.initialize(model=..., config=$PARATUNE_ARGS): the model, optimizer and data stay "
                         "yours; tp = pp = 1 in this version (Megatron-DeepSpeed for model parallelism)");
+    if (v.l.recompute != Recompute::None)
+      out.notes.push_back(std::string("the plan assumes ") + to_string(v.l.recompute) +
+                          " activation recompute (PARATUNE_RECOMPUTE): checkpoint your model's transformer layers "
+                          "(torch.utils.checkpoint or deepspeed.checkpointing.checkpoint; DeepSpeed's config does not "
+                          "do it for you); without it the memory plan does not hold");
+    if (fused_attention_runs(v.s))
+      out.notes.push_back("the plan assumes a fused attention kernel (FlashAttention-2 or torch's "
+                          "scaled_dot_product_attention) in your model; give flash_attention=no to plan for an "
+                          "unfused one");
   }
 }
 

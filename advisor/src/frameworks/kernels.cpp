@@ -52,6 +52,11 @@ bool tp_comm_overlap_runs(const Scenario& s, Framework f) {
          !(megatron_core(f) && s.cluster.lacks(Kernel::TransformerEngine));
 }
 
+bool fused_attention_runs(const Scenario& s) {
+  return s.training.flash_attention.value_or(true) && has_flash_attention(effective_gpu(s.cluster).arch) &&
+         s.training.attention != Attention::None;
+}
+
 bool tp_comm_overlap_runs(const Scenario& s, const Layout& l, Framework f) {
   return l.tp > 1 && l.sequence_parallel && tp_comm_overlap_runs(s, f);
 }

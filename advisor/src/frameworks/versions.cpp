@@ -149,6 +149,10 @@ std::string stack_problem(const Scenario& s) {
   if (t.framework == F::Torchtitan && t.tp_comm_overlap.value_or(false) && !t.compile.value_or(false))
     return who + "async tensor parallelism raises \"Async TP requires 'model' in --compile.components and "
                  "--compile.enable\": set compile=yes or tp_comm_overlap=no";
+  if (t.framework == F::DeepSpeed && v.id == "megatron-deepspeed" &&
+      (t.attention == Attention::Flash3 || t.attention == Attention::Cudnn))
+    return who + "its attention is FlashAttention-2 (--use-flash-attn-v2) or the unfused CoreAttention "
+                 "(megatron/model/transformer.py); give attention=flash2, or flash_attention=no";
   if (t.precision == Precision::Fp8 && t.fp8_recipe == Fp8Recipe::Rowwise &&
       (t.framework == F::Megatron || t.framework == F::Nemo))
     return who + "--fp8-recipe accepts tensorwise, delayed, mxfp8 or blockwise (no rowwise)";
@@ -167,6 +171,12 @@ std::string version_problem(const Scenario& s, const Layout& l, Framework f) {
     return who + "plain DeepSpeed has no model-parallel unit, so its batch check counts every GPU as data "
                  "parallel (train_batch_size == micro_batch * gradient_accumulation_steps * world_size fails) and "
                  "AutoTP rejects ZeRO-3; tp/pp > 1 needs framework_version=megatron-deepspeed";
+  // Its selective recompute is checkpoint_core_attention, set on the unfused attention path only
+  // (megatron/model/transformer.py at 4efb479d): with the fused kernel it recomputes nothing.
+  if (f == F::DeepSpeed && v.id == "megatron-deepspeed" && l.recompute == Recompute::Selective &&
+      fused_attention_runs(s))
+    return who + "selective recompute checkpoints the unfused attention core only; with FlashAttention it saves "
+                 "nothing: plan recompute none or full";
   if (f == F::Torchtitan && l.zero_stage == 0 && (l.tp > 1 || l.pp > 1 || l.cp > 1))
     return who + "data parallelism by replication only (DDP) raises \"DDP has not supported > 1D parallelism\" "
                  "with tp/pp/cp > 1; shard the data-parallel dimension (zero_stage 3)";

@@ -57,8 +57,7 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
   st.pytorch_native = f == Framework::Fsdp || f == Framework::Torchtitan || f == Framework::Automodel;
   // FlashAttention exists only from Ampere on (and on CDNA2/3 through ROCm's port): on Volta, Turing or Pascal
   // attention is the unfused kernel whatever the scenario says (FlashAttention-2 README: Ampere, Ada, Hopper).
-  st.flash = s.training.flash_attention.value_or(true) && has_flash_attention(arch) &&
-             s.training.attention != Attention::None;
+  st.flash = fused_attention_runs(s);
   st.attn_gain = attention_factor(s.training, f, g, p);
   const bool eager = !st.megatron_core;
   const bool compiled = s.training.compile.value_or(false) && st.pytorch_native;

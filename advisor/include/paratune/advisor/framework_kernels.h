@@ -32,6 +32,11 @@ std::vector<KernelNeed> kernels_needed(const Scenario& s, const Layout& l, Frame
 bool tp_comm_overlap_runs(const Scenario& s, Framework f);
 bool tp_comm_overlap_runs(const Scenario& s, const Layout& l, Framework f);  // and tp > 1 with sequence parallelism
 
+// Whether attention runs a fused kernel (FlashAttention or cuDNN's) rather than the unfused one that stores the score
+// matrices: not switched off (flash_attention = no, attention = none) and a GPU that has one (Ampere on). One
+// decision for the price (memory and time) and the arguments (Megatron-DeepSpeed's --use-flash-attn-v2).
+bool fused_attention_runs(const Scenario& s);
+
 // The flex dispatcher's backend: HybridEP where the NVLink domain spans nodes and the version has it (Megatron-LM
 // main's --moe-flex-dispatcher-backend), else DeepEP; the other one when the site lacks the first; nullopt when the
 // site has neither backend the version can use.
