@@ -205,7 +205,7 @@ const Knob kKnobs[] = {
      [](const Scenario& s) { return of_enum(s.training.precision); }},
     {"training", "framework", KnobType::Enum, 0, 0, "megatron|deepspeed|fsdp|torchtitan|nemo|automodel",
      surface::kSpec | surface::kToml | surface::kJson, "", 0, "", "the training framework (default megatron)",
-     [](Scenario& s, const KnobValue& v) { s.training.framework = framework_from_string(as_text(v)); },
+     [](Scenario& s, const KnobValue& v) { set_framework(s.training, as_text(v)); },
      [](const Scenario& s) { return of_enum(s.training.framework); }},
     {"training", "framework_version", KnobType::Text, 0, 0, "ID", surface::kSpec | surface::kToml | surface::kJson, "",
      0, "",

@@ -247,6 +247,10 @@ Framework framework_from_string(const std::string& s) {
   throw std::invalid_argument("'" + s +
                               "' is not a framework; valid: megatron, deepspeed, fsdp, torchtitan, nemo, automodel");
 }
+void set_framework(TrainingSpec& t, const std::string& name) {
+  t.framework = framework_from_string(name);
+  if (lower(name) == "megatron-deepspeed" && t.framework_version.empty()) t.framework_version = "megatron-deepspeed";
+}
 Precision precision_from_string(const std::string& s) {
   const std::string v = lower(s);
   if (v == "bf16" || v == "bfloat16" || v == "amp_bf16") return Precision::Bf16;

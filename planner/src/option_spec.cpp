@@ -168,6 +168,13 @@ void apply_key(OptionSpec& spec, std::string_view token) {
     spec.*f->number = parse_int(key, value, int(k->lo), int(k->spec_hi > 0 ? k->spec_hi : k->hi));
   else if (k->type == advisor::KnobType::Bool) spec.*f->flag = checked(token, value, yes_no);
   else spec.*f->name = checked(token, value, [k](const std::string& v) { return canonical(*k, v); });
+  // A name that implies the version ("megatron-deepspeed": DeepSpeed at that version) keeps it unless the SPEC
+  // states one (advisor::set_framework).
+  if (k->full_name() == "training.framework" && !spec.framework_version) {
+    advisor::TrainingSpec named;
+    advisor::set_framework(named, std::string(value));
+    if (!named.framework_version.empty()) spec.framework_version = named.framework_version;
+  }
 }
 
 }  // namespace

@@ -184,7 +184,7 @@ advisor::Scenario build_scenario(const OptionSpec& spec, const PluginConfig& con
   s.cluster = cluster_from_topology(topo, alloc, notes);
   notes.insert(notes.end(), spec.notes.begin(), spec.notes.end());
   if (spec.seq) s.model.seq_len = *spec.seq;
-  if (spec.framework) s.training.framework = advisor::framework_from_string(*spec.framework);
+  if (spec.framework) advisor::set_framework(s.training, *spec.framework);
   if (spec.framework_version) s.training.framework_version = *spec.framework_version;
   if (spec.precision) s.training.precision = advisor::precision_from_string(*spec.precision);
   plan_precision(s, spec.precision.has_value(), notes);

@@ -110,3 +110,45 @@ TEST(Checkpoint, DeepSpeedKeepsTheWholeLayoutAndSaysWhenItCannot) {
         << e.what();
   }
 }
+
+// A Megatron-DeepSpeed checkpoint (Megatron's layout around DeepSpeed's) and a plain DeepSpeed one (the user's model)
+// load only in their own stack: resumed without the version, the checkpoint's is kept and said; the same version
+// asked changes nothing (control).
+TEST(Checkpoint, DeepSpeedKeepsTheStackItsCheckpointWasWrittenBy) {
+  Scenario s = v100(8, Framework::DeepSpeed);
+  Plan first;
+  first.framework = Framework::DeepSpeed;
+  first.layout.tp = 2;
+  first.layout.dp = 4;
+  first.layout.zero_stage = 1;
+  const ResumeFrom written{"run1/plan.json", Framework::DeepSpeed, "megatron-deepspeed", first.layout};
+  const auto notes = keep_checkpoint(s, written);
+  EXPECT_EQ(s.training.framework_version, "megatron-deepspeed");
+  EXPECT_TRUE(mentions(notes, "framework_version megatron-deepspeed kept (asked 0.16)")) << notes.front();
+
+  Scenario asked = v100(8, Framework::DeepSpeed);
+  asked.training.framework_version = "megatron-deepspeed";
+  EXPECT_FALSE(mentions(keep_checkpoint(asked, written), "framework_version")) << "control: the same stack";
+
+  Scenario plain = v100(8, Framework::DeepSpeed);
+  plain.training.framework_version = "megatron-deepspeed";
+  first.layout.tp = 1;
+  first.layout.dp = 8;
+  keep_checkpoint(plain, ResumeFrom{"run1/plan.json", Framework::DeepSpeed, "0.16", first.layout});
+  EXPECT_EQ(plain.training.framework_version, "0.16") << "a plain DeepSpeed checkpoint is not Megatron-DeepSpeed's";
+}
+
+// "framework=megatron-deepspeed" names the stack: DeepSpeed at that version, not plain DeepSpeed under the name.
+TEST(Checkpoint, TheMegatronDeepSpeedNameSetsItsVersion) {
+  TrainingSpec t;
+  set_framework(t, "megatron-deepspeed");
+  EXPECT_EQ(t.framework, Framework::DeepSpeed);
+  EXPECT_EQ(t.framework_version, "megatron-deepspeed");
+  TrainingSpec plain;
+  set_framework(plain, "deepspeed");
+  EXPECT_EQ(plain.framework_version, "") << "control";
+  TrainingSpec stated;
+  stated.framework_version = "0.19";
+  set_framework(stated, "megatron-deepspeed");
+  EXPECT_EQ(stated.framework_version, "0.19") << "a stated version is the user's";
+}

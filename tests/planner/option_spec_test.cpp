@@ -33,6 +33,20 @@ TEST(OptionSpec, PresetRefinedByKeys) {
   EXPECT_EQ(*s.recompute, "full");
 }
 
+// "framework=megatron-deepspeed" names DeepSpeed at that version (it used to plan plain DeepSpeed 0.16 under the
+// name, which refuses tp > 1); a version the SPEC states stays, before or after the name.
+TEST(OptionSpec, MegatronDeepSpeedNamesItsVersion) {
+  auto s = parse_option_spec("llama3-70b,framework=megatron-deepspeed");
+  EXPECT_EQ(*s.framework, "deepspeed");
+  ASSERT_TRUE(s.framework_version);
+  EXPECT_EQ(*s.framework_version, "megatron-deepspeed");
+  EXPECT_FALSE(parse_option_spec("llama3-70b,framework=deepspeed").framework_version) << "control";
+  EXPECT_EQ(*parse_option_spec("llama3-70b,framework_version=0.19,framework=megatron-deepspeed").framework_version,
+            "0.19");
+  EXPECT_EQ(*parse_option_spec("llama3-70b,framework=megatron-deepspeed,framework_version=0.19").framework_version,
+            "0.19");
+}
+
 TEST(OptionSpec, KeysOnly) {
   auto s = parse_option_spec("model=gpt3-175b,gbs=1536,tp=8,pp=12,precision=fp8");
   EXPECT_EQ(*s.model, "gpt3-175b");

@@ -3,6 +3,8 @@
 // and PyTorch's DCP save DTensors sharded over the data-parallel mesh; DeepSpeed's ZeRO checkpoint is per rank.
 #include "paratune/advisor/framework_checkpoint.h"
 
+#include "paratune/advisor/framework_versions.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -60,6 +62,13 @@ std::vector<std::string> keep_checkpoint(Scenario& s, const ResumeFrom& r) {
     notes.push_back(std::string("resume: framework ") + to_string(r.framework) + " kept (asked " +
                     to_string(s.training.framework) + "): the checkpoint is " + to_string(r.framework) + "'s");
     s.training.framework = r.framework;
+    s.training.framework_version = r.framework_version;
+  } else if (r.framework == Framework::DeepSpeed && !r.framework_version.empty() &&
+             (r.framework_version == "megatron-deepspeed") != (version_for(s, r.framework).id == "megatron-deepspeed")) {
+    // Megatron-DeepSpeed's checkpoints are Megatron's layout around DeepSpeed's; plain DeepSpeed's are the user's
+    // model's: neither loads the other's.
+    notes.push_back("resume: framework_version " + r.framework_version + " kept (asked " +
+                    version_for(s, r.framework).id + "): the checkpoint is " + r.framework_version + "'s");
     s.training.framework_version = r.framework_version;
   }
   ParallelSpec& q = s.parallel;

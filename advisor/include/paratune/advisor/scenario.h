@@ -99,6 +99,10 @@ std::string recompute_modules_to_string(unsigned modules);
 unsigned recompute_modules_from_string(const std::string& s);
 // Parsers throw std::invalid_argument whose message lists the valid choices.
 Framework framework_from_string(const std::string& s);
+struct TrainingSpec;
+// A framework named as text, with the version its name implies where none is given: "megatron-deepspeed" is
+// DeepSpeed at framework_version megatron-deepspeed (else it would plan plain DeepSpeed under that name).
+void set_framework(TrainingSpec& t, const std::string& name);
 Precision precision_from_string(const std::string& s);
 Recompute recompute_from_string(const std::string& s);
 Fabric fabric_from_string(const std::string& s);
