@@ -91,7 +91,10 @@ uint64_t job_memory_mb(spank_t sp) {
 }
 
 // Who runs the job and what it has on this node (Slurm's items, and the GPU variables slurmstepd itself sets).
-void read_identity(spank_t sp, const planner::JobEnvironment& env, unsigned step) {
+// A problem with the job's own environment (a CUDA_VISIBLE_DEVICES the user exported, where gres does not set it)
+// is returned, not thrown: raised only once the site policy is loaded, so its on_error and its forced and forbidden
+// variables still hold for the job.
+std::string read_identity(spank_t sp, const planner::JobEnvironment& env, unsigned step) {
   auto& s = state();
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) s.job.hostname = host;
@@ -101,9 +104,15 @@ void read_identity(spank_t sp, const planner::JobEnvironment& env, unsigned step
   s.job.uid = s.user.uid;
   s.job.gid = s.user.gid;
   s.job.user = s.user.known ? user_name(s.user.uid) : "unknown";
-  s.alloc = planner::allocation_from_env(env, step == kBatchStep);
+  std::string problem;
+  try {
+    s.alloc = planner::allocation_from_env(env, step == kBatchStep);
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
   s.alloc.memory_mb = job_memory_mb(sp);
   s.job.gpus_on_node = s.alloc.gpus_on_node;
+  return problem;
 }
 
 // The partition recorded for the job on the nodes that share log_dir (job/job_files.h); nullopt when none.
@@ -187,14 +196,19 @@ int post_opt(spank_t sp) {
   if (step == kExternStep) return 0;
 
   SpankEnvironment env(sp);
-  read_identity(sp, env, step);
+  std::string env_problem = read_identity(sp, env, step);
   const PolicySource policy_file = read_policy_file();
   if (!s.option_given && !may_act_without_option(policy_file)) return 0;  // nothing to do: ask Slurm nothing
-  take_step_view(view_of_step(sp, env, step));
+  try {
+    take_step_view(view_of_step(sp, env, step));
+  } catch (const std::exception& e) {
+    if (env_problem.empty()) env_problem = e.what();
+  }
   const planner::Allocation& alloc = s.alloc;
   if (!load_policy(policy_file, alloc.partition)) return 0;
   // Until the mode is known, a failure still leaves the site's variables in force for a job that asked for paratune.
   s.env_rules_apply = s.option_given || s.policy.env.all_jobs;
+  if (!env_problem.empty()) throw std::runtime_error(env_problem);  // now under the policy's on_error and variables
   if (s.option_given) s.spec = planner::parse_option_spec(s.option_text);
   const auto md = planner::decide_job_mode(s.spec ? &*s.spec : nullptr, s.config, s.policy, alloc.gpus_on_node);
   s.mode = md.mode;

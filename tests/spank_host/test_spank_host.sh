@@ -125,5 +125,22 @@ r = rows[0]
 assert r["partition"] == "" and r["nodes"] == 1 and "forged" not in json.dumps(r), (r["partition"], r["nodes"], r.get("node_list"))
 PY
 
+# A CUDA_VISIBLE_DEVICES the job's user exported (count-only GRES leaves it alone) that is not a list of indexes: the
+# plan fails, but only once the site policy is loaded, so its forced variables hold and its on_error applies (the
+# failure used to come first, under the default policy: forced variables absent, on_error = "closed" ignored).
+printf '[defaults.env]\nforce = { NCCL_IB_HCA = "forced-hca" }\n' > "$T/forced.toml"; chmod 0644 "$T/forced.toml"
+user_gpus=(--env SLURM_NNODES=1 --env SLURM_JOB_NUM_NODES=1 --env SLURM_GPUS_ON_NODE=8 --env SLURM_JOB_PARTITION=debug
+           --env "CUDA_VISIBLE_DEVICES=GPU-abc,0" --env "SLURM_SUBMIT_DIR=$T/submit" --env SLURM_JOB_NODELIST=node1)
+out=$("$host" "$so" remote --job-id 107 --option gpt3-1.3b "${user_gpus[@]}" -- topology=builtin:nvidia-dgx2 \
+      "log_dir=$T/log" "cache=$T/run/topology.json" "policy=$T/forced.toml" 2>"$T/err")
+check "user's CUDA_VISIBLE_DEVICES: every callback returns 0" all_zero "$out"
+check "user's CUDA_VISIBLE_DEVICES: the policy's forced variable is set" grep -qx "env NCCL_IB_HCA=forced-hca" <<<"$out"
+check "user's CUDA_VISIBLE_DEVICES: no plan" bash -c '! grep -q "^env PARATUNE_TP=" <<<"$1"' _ "$out"
+check "user's CUDA_VISIBLE_DEVICES: the log names it" grep -q "CUDA_VISIBLE_DEVICES" "$T/err"
+printf '[defaults]\non_error = "closed"\n' > "$T/closed2.toml"; chmod 0644 "$T/closed2.toml"
+rc=0; out=$("$host" "$so" remote --job-id 108 --option gpt3-1.3b "${user_gpus[@]}" -- topology=builtin:nvidia-dgx2 \
+      "log_dir=$T/log" "cache=$T/run/topology.json" "policy=$T/closed2.toml" 2>"$T/err") || rc=$?
+check "user's CUDA_VISIBLE_DEVICES, on_error=closed: the task exits 1 (got $rc)" test "$rc" -eq 1
+
 [ "$fails" -eq 0 ] || { echo "--- last stderr ---"; tail -n 20 "$T/err"; echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"
