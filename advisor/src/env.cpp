@@ -37,14 +37,14 @@ void add_device_selection(const ClusterSpec& c, const Add& add) {
   if (verbs_fabric(c) && !c.nics.empty() && !unnamed_nics(c)) {
     std::string v = "=";
     int n = 0;
-    for (const auto& nic : c.nics) {
-      if (!nic.active) continue;
-      v += (n++ ? "," : "") + nic.name + ":" + std::to_string(nic.port);
-    }
+    // Every compute port, down ones too: the list goes to every node of the job, NCCL skips a port that is not
+    // active on its own node (net_ib.cc), and a port down on this node may be up on the others.
+    for (const auto& nic : c.nics)
+      if (nic.name_reported) v += (n++ ? "," : "") + nic.name + ":" + std::to_string(nic.port);
     if (n > 0)
       add("NCCL_IB_HCA", v,
-          std::to_string(n) + " active compute NIC port(s) in GPU-affinity order, as the node names them; exact match "
-                              "keeps storage or down ports out of NCCL's rings");
+          std::to_string(n) + " compute NIC port(s) in GPU-affinity order, as the node names them; exact match "
+                              "keeps storage NICs out of NCCL's rings (a port down on a node NCCL skips there)");
   }
   if (!c.socket_ifname.empty()) {
     add("NCCL_SOCKET_IFNAME", c.socket_ifname, "bootstrap/out-of-band traffic on the interface the probe found routable");
@@ -161,13 +161,19 @@ std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Lay
       add("NCCL_NET_GDR_LEVEL", "PHB",
           "some GPUs reach their NIC only across the CPU interconnect (SYS): keep GPUDirect RDMA off for those pairs");
   }
+  // One value for every device on every node: stated only where all the compute NICs probed agree on it. Where they
+  // differ NCCL's own choice per device (IPv4 first, RoCE v2, no link-local: net_ib.cc) is left to act.
   if (verbs_fabric(c) && c.fabric == Fabric::RoCE) {
-    for (const auto& nic : c.nics)
-      if (nic.active && nic.gid_index) {
-        add("NCCL_IB_GID_INDEX", std::to_string(*nic.gid_index),
-            "RoCE v2 GID of the compute NICs as probed (routable IPv4/IPv6 GID)");
-        break;
-      }
+    std::optional<int> common;
+    bool agree = true;
+    for (const auto& nic : c.nics) {
+      if (!nic.active) continue;
+      if (!nic.gid_index || (common && *common != *nic.gid_index)) agree = false;
+      if (!common) common = nic.gid_index;
+    }
+    if (agree && common)
+      add("NCCL_IB_GID_INDEX", std::to_string(*common),
+          "RoCE v2 GID of every compute NIC as probed (routable IPv4/IPv6 GID, the same index on all)");
   }
   // Only when rail alignment was stated: NCCL's default (cross-NIC allowed) is right on fabrics that are not.
   if (c.nodes > 1 && verbs_fabric(c) && c.rail_alignment_known && c.rail_aligned && c.nic_count >= c.gpus_per_node &&

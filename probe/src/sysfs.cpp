@@ -146,6 +146,7 @@ std::vector<Nic> read_sysfs_nics(const std::string& sysfs_root) {
           if (!gid) continue;
           std::string g = internal::trim(*gid);
           if (g.empty() || g == "0000:0000:0000:0000:0000:0000:0000:0000") continue;
+          if (lower(g).rfind("fe80:", 0) == 0) continue;  // link-local: not routable (NCCL's validGid refuses it)
           if (!any_v2 || idx < *any_v2) any_v2 = static_cast<int>(idx);
           if (g.rfind("0000:0000:0000:0000:0000:ffff:", 0) == 0 && (!v4_v2 || idx < *v4_v2))
             v4_v2 = static_cast<int>(idx);

@@ -40,8 +40,18 @@ TEST(Env, RoceRailsAndNoDebugVariables) {
   Layout l;
   l.tp = 2; l.dp = 16; l.sequence_parallel = true;
   const auto env = synthesize_env(s, Framework::Megatron, l, 40);
-  EXPECT_EQ(get(env, "NCCL_IB_HCA"), "=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
+  // The down port is listed too: the list goes to every node, and NCCL skips a port that is not active on its own
+  // node (net_ib.cc), so leaving it out would take that rail away from nodes where it is up.
+  EXPECT_EQ(get(env, "NCCL_IB_HCA"),
+            "=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
   EXPECT_EQ(get(env, "NCCL_IB_GID_INDEX"), "3");
+  // NICs whose RoCE v2 GID sits at different indexes: one value would override NCCL's per-device choice for all.
+  Scenario mixed = s;
+  mixed.cluster.nics[6].gid_index = 5;
+  EXPECT_EQ(get(synthesize_env(mixed, Framework::Megatron, l, 40), "NCCL_IB_GID_INDEX"), "<unset>");
+  mixed.cluster.nics[6].gid_index = 3;
+  mixed.cluster.nics[4].gid_index = 5;  // the down port's does not count
+  EXPECT_EQ(get(synthesize_env(mixed, Framework::Megatron, l, 40), "NCCL_IB_GID_INDEX"), "3");
   EXPECT_EQ(get(env, "NCCL_NET_GDR_LEVEL"), "PHB");
   EXPECT_EQ(get(env, "CUDA_DEVICE_MAX_CONNECTIONS"), "1");
   EXPECT_EQ(get(env, "NCCL_CROSS_NIC"), "0");

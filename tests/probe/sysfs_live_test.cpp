@@ -1,6 +1,7 @@
 // HWLOC_FSROOT-style probing of the sysfs tarball, the sysfs reader, RoCE parsing, ibverbs and NVML in CI.
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "helpers.h"
@@ -89,6 +90,16 @@ TEST(Sysfs, RoceUsesNetdevSpeedAndRoceV2Gid) {
   EXPECT_EQ(nics[0].netdev, "ens1f0np0");
   EXPECT_EQ(nics[0].rate_gbps, 400.0);
   EXPECT_EQ(nics[0].gid_index, 3);  // IPv4-mapped RoCE v2 GID preferred
+  // Without an IPv4-mapped one: a global IPv6 RoCE v2 GID, never the link-local one at a lower index (NCCL's
+  // validGid refuses link-local GIDs: net_ib.cc).
+  std::filesystem::remove(dev + "/ports/1/gids/3");
+  write(dev + "/ports/1/gids/4", "fd00:0000:0000:0000:0a00:27ff:fe00:0001\n");
+  write(dev + "/ports/1/gid_attrs/types/4", "RoCE v2\n");
+  nics = detail::read_sysfs_nics(s);
+  ASSERT_EQ(nics.size(), 1u);
+  EXPECT_EQ(nics[0].gid_index, 4);
+  std::filesystem::remove(dev + "/ports/1/gids/4");
+  EXPECT_FALSE(detail::read_sysfs_nics(s)[0].gid_index) << "only link-local RoCE v2 GIDs: none stated";
 }
 
 TEST(Sysfs, GarbageFilesAreUnsetNotErrors) {
