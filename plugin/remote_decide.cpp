@@ -29,6 +29,7 @@ job::DecideRequest decide_request() {
   f.spec = *s.spec;
   f.alloc = s.alloc;  // partition and node count from Slurm's view of the step, not its environment
   f.node_names = s.node_names;
+  if (s.job.step_id == "batch") f.batch_host = s.job.hostname;
   f.topology = *s.topology;
   f.policy = s.policy;
   f.mode = {s.mode, s.env_rules_apply, "", s.mode_changes};

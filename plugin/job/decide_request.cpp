@@ -22,7 +22,9 @@ DecideRequest decide_request(const StepFacts& f) {
   r.input.spec = f.spec;
   r.input.alloc = f.alloc;
   // torchrun's rendezvous host: the first node of the list Slurm set, as libslurm's hostlist expanded it.
+  // Without the list, the batch step's own node is that first node (Slurm runs the batch script there).
   if (!f.node_names.empty()) r.input.alloc.first_node = f.node_names.front();
+  else if (!f.batch_host.empty()) r.input.alloc.first_node = f.batch_host;
   r.input.topology = f.topology;
   r.input.policy = f.policy;
   r.input.mode = f.mode.mode;

@@ -21,6 +21,8 @@ struct StepFacts {
   planner::OptionSpec spec;                       // the --paratune SPEC as parsed
   planner::Allocation alloc;                      // partition and node count as Slurm sees the step
   std::vector<std::string> node_names;            // the step's nodes in Slurm's order (empty: not known)
+  std::string batch_host;                         // this node's name when the batch step decides (Slurm runs the
+                                                  // batch script on the allocation's first node), else ""
   probe::Topology topology;                       // this node, as probed (or the configured topology file)
   policies::EffectivePolicy policy;               // the site policy for the job's partition
   policies::ModeDecision mode;                    // planner::decide_job_mode() for the job

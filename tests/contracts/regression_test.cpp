@@ -1,6 +1,8 @@
 // Issue 13's defects, one test each: framework outputs that failed at launch or silently ran something else.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "paratune/advisor/advisor.h"
@@ -217,11 +219,19 @@ TEST(Issue13, FsdpRealNamesAndNoSilentFp8) {
 TEST(Issue13, TorchrunRendezvousFromTheAllocation) {
   const Scenario s = base("llama3-8b", "a100-sxm4-80gb", 2, 128, Framework::Fsdp);
   const Plan p = with_layout(s, 1, 1, 3);
-  const std::string shell = framework_args(s, p).torchrun;
-  EXPECT_EQ(shell.find("${MASTER_ADDR}"), std::string::npos);
-  EXPECT_NE(shell.find("--rdzv_endpoint=${PARATUNE_MASTER_ADDR}:${PARATUNE_MASTER_PORT}"), std::string::npos) << shell;
+  // The file is read with mapfile, which expands nothing: never a ${...} placeholder (the environment it would name
+  // is not set when the first node is not known). Without a rendezvous host, no endpoint and a note saying so.
+  const FrameworkArgs unknown = framework_args(s, p);
+  EXPECT_EQ(unknown.torchrun.find("${"), std::string::npos) << unknown.torchrun;
+  EXPECT_EQ(unknown.torchrun.find("--rdzv_endpoint"), std::string::npos) << unknown.torchrun;
+  EXPECT_TRUE(std::any_of(unknown.notes.begin(), unknown.notes.end(), [](const std::string& n) {
+    return n.find("torchrun.args has no rendezvous") != std::string::npos;
+  }));
   const std::string literal = framework_args(s, p, {"node7", "21234", "1234"}).torchrun;
   EXPECT_NE(literal.find("--rdzv_endpoint=node7:21234\n--rdzv_id=1234"), std::string::npos) << literal;
+  const Scenario one = base("llama3-8b", "a100-sxm4-80gb", 1, 128, Framework::Fsdp);
+  const std::string standalone = framework_args(one, with_layout(one, 1, 1, 3)).torchrun;
+  EXPECT_NE(standalone.find("\n--standalone\n"), std::string::npos) << "one node rendezvouses on itself";
 }
 
 // 8. Risky env: NVLS is not forced on, CROSS_NIC only on stated rails, P2C only on an NCCL that has it.

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "job/decide_request.h"
 #include "job/decision_child.h"
 #include "temp_dir.h"
 #include "test_topologies.h"
@@ -243,4 +244,17 @@ TEST(DecisionChild, APlanNameTakenByAnotherUserGivesAFreshDirectoryNotAFailure) 
   ASSERT_EQ(::stat((d.dir + "/plan.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, kNobody);
   EXPECT_EQ(::access((taken + "/plan.json").c_str(), F_OK), -1);  // nothing written into the attacker's directory
+}
+
+// torchrun's rendezvous host is the first node of Slurm's node list; without the list, the batch step's own node
+// (Slurm runs the batch script on the allocation's first node); any other step without it knows none.
+TEST(DecideRequest, TheRendezvousHostIsTheFirstNodeOrTheBatchHost) {
+  paratune::job::StepFacts f;
+  f.node_names = {"gpu07", "gpu08"};
+  f.batch_host = "gpu07";
+  EXPECT_EQ(paratune::job::decide_request(f).input.alloc.first_node, "gpu07");
+  f.node_names.clear();
+  EXPECT_EQ(paratune::job::decide_request(f).input.alloc.first_node, "gpu07");
+  f.batch_host.clear();
+  EXPECT_EQ(paratune::job::decide_request(f).input.alloc.first_node, "");
 }

@@ -56,6 +56,10 @@ FrameworkArgs framework_args(const Scenario& s, const Plan& plan, const Launch& 
     case Framework::Automodel: frameworks::automodel(v, out); break;
   }
   out.torchrun = frameworks::torchrun(v, launch);
+  if (launch.master_addr.empty() && s.cluster.nodes > 1)
+    out.notes.push_back("torchrun.args has no rendezvous: the allocation's first node was not known when planning; "
+                        "add --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT with HOST the job's first node (scontrol "
+                        "show hostnames \"$SLURM_JOB_NODELIST\" | head -n1) and the same PORT on every node");
   for (auto& n : kernel_notes(s, plan)) out.notes.push_back(std::move(n));  // the optional kernels it needs
   return out;
 }

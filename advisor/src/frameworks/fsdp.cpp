@@ -59,13 +59,19 @@ void fsdp(const PlanView& v, FrameworkArgs& out) {
 }
 
 std::string torchrun(const PlanView& v, const Launch& launch) {
-  // The underscore spellings: PyTorch 1.13's torchrun knows only those (2.x accepts both).
-  const std::string addr = launch.master_addr.empty() ? "${PARATUNE_MASTER_ADDR}" : launch.master_addr;
-  const std::string port = launch.master_port.empty() ? "${PARATUNE_MASTER_PORT}" : launch.master_port;
-  const std::string id = launch.job_id.empty() ? "${SLURM_JOB_ID}" : launch.job_id;
-  return argv_lines({"--nnodes=" + std::to_string(v.s.cluster.nodes),
-                     "--nproc_per_node=" + std::to_string(v.s.cluster.gpus_per_node), "--rdzv_backend=c10d",
-                     "--rdzv_endpoint=" + addr + ":" + port, "--rdzv_id=" + id});
+  // The underscore spellings: PyTorch 1.13's torchrun knows only those (2.x accepts both). The file is read one
+  // argument per line (mapfile) and expands nothing, so it holds literal values only: one node without a known
+  // rendezvous host rendezvouses on itself (--standalone); several leave the endpoint to the user (a plan note).
+  std::vector<std::string> a = {"--nnodes=" + std::to_string(v.s.cluster.nodes),
+                                "--nproc_per_node=" + std::to_string(v.s.cluster.gpus_per_node)};
+  if (launch.master_addr.empty() && v.s.cluster.nodes == 1) {
+    a.push_back("--standalone");
+  } else if (!launch.master_addr.empty()) {
+    a.push_back("--rdzv_backend=c10d");
+    a.push_back("--rdzv_endpoint=" + launch.master_addr + ":" + launch.master_port);
+    if (!launch.job_id.empty()) a.push_back("--rdzv_id=" + launch.job_id);
+  }
+  return argv_lines(a);
 }
 
 }  // namespace paratune::advisor::frameworks
