@@ -190,6 +190,14 @@ Decision decide(const DecisionInput& in) {
   d.launch = launch_for(in.alloc);
   if (d.scenario.cluster.placement) explain_placement(d, d.limits);
   d.args = advisor::framework_args(d.scenario, d.plan, d.launch);
+  // mode=suggest sets PARATUNE_* only, but the arguments may need the plan's own variables (Megatron asserts
+  // CUDA_DEVICE_MAX_CONNECTIONS=1 with tp or cp > 1 before Blackwell): the plan says which, for the user to set.
+  if (d.mode == Mode::Suggest && !d.plan.env.empty()) {
+    std::string wanted;
+    for (const auto& e : d.plan.env) wanted += (wanted.empty() ? "" : "; ") + e.name + "=" + e.value + " (" + e.reason + ")";
+    d.args.notes.push_back("mode=suggest: the plan's variables are not set; set them where the job needs them: " +
+                           wanted);
+  }
   return d;
 }
 

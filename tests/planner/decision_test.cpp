@@ -72,6 +72,17 @@ TEST(Decision, SuggestModeInjectsNoNcclOrCudaSettings) {
   EXPECT_EQ(d.mode, Mode::Suggest);
   for (const auto& e : decision_env(d, "", ""))
     EXPECT_EQ(e.name.rfind("PARATUNE_", 0), 0u) << e.name;
+  // The arguments still need what Megatron asserts (CUDA_DEVICE_MAX_CONNECTIONS=1 with tp > 1 on an A100): the plan
+  // says so, for the user to set.
+  auto tp = decide(input("llama3-8b,gbs=256,mode=suggest,tp=2"));
+  const auto said = [](const Decision& x) {
+    for (const auto& n : x.args.notes)
+      if (n.find("mode=suggest") != std::string::npos && n.find("CUDA_DEVICE_MAX_CONNECTIONS=1") != std::string::npos)
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(said(tp));
+  EXPECT_FALSE(said(decide(input("llama3-8b,gbs=256,tp=2")))) << "apply mode sets it itself";
 }
 
 TEST(Decision, ConstraintsFromTheOptionAreHonoured) {
