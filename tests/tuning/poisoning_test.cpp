@@ -260,3 +260,46 @@ TEST_F(Poisoning, DryRunShowsTheChangeAndWritesNothing) {
             std::string::npos) << replaced;
   EXPECT_EQ(slurp(keep.string()), text) << "a dry run with --replace writes nothing either";
 }
+
+// Jobs whose step time does not measure the logged plan are not fitted: a user's own PARATUNE_TP kept (their script
+// read it), nodes unlike the plan's, a report that counted another batch, and a job killed after two steps (its
+// median is start-up). Each is skipped with its reason; the fit is the honest jobs' alone. Control: the same lines
+// without the marks move the fit (they ran at 3x).
+TEST_F(Poisoning, JobsThatDidNotRunThePlanAreNotFitted) {
+  const Job j = megatron_job();
+  std::vector<json> honest;
+  for (int i = 0; i < 6; ++i) honest.push_back(line(j, 300 + i, i % 3 == 0 ? "alice" : i % 3 == 1 ? "bob" : "carol", 1.25));
+  Calibration fair;
+  ASSERT_EQ(calibrate(honest, "", &fair).status, 0);
+  ASSERT_NE(megatron_entry(fair), nullptr);
+  std::vector<json> off_plan;
+  for (int i = 0; i < 8; ++i) off_plan.push_back(line(j, 400 + i, i % 2 ? "dave" : "erin", 3.0));
+  off_plan[0]["env_kept"] = {{"PARATUNE_TP", "8"}};
+  off_plan[1]["env_kept"] = {{"PARATUNE_MICRO_BATCH", "4"}, {"NCCL_DEBUG", "INFO"}};
+  off_plan[2]["node_checks"] = {{"checked", 1}, {"mismatch", json::array({{{"host", "gpu9"}}})}};
+  off_plan[3]["node_checks"] = {{"checked", 9}, {"mismatch", json::array()}, {"mismatch_count", 700}};
+  off_plan[4]["achieved"]["tokens_per_step"] = 2.0 * 128 * 8192;
+  for (int i = 5; i < 8; ++i) off_plan[i]["achieved"]["steps"] = 2;
+  std::vector<json> all = honest;
+  all.insert(all.end(), off_plan.begin(), off_plan.end());
+  Calibration with;
+  const Result r = calibrate(all, "", &with);
+  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_NE(megatron_entry(with), nullptr) << r.out;
+  EXPECT_DOUBLE_EQ(megatron_entry(with)->compute_scale, megatron_entry(fair)->compute_scale) << r.out;
+  EXPECT_NE(r.out.find("5: did not run the logged plan"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3: too few timed steps"), std::string::npos) << r.out;
+
+  for (auto& l : off_plan) {
+    l.erase("env_kept");
+    l.erase("node_checks");
+    l["achieved"].erase("tokens_per_step");
+    l["achieved"]["steps"] = 50;
+  }
+  std::vector<json> unmarked = honest;
+  unmarked.insert(unmarked.end(), off_plan.begin(), off_plan.end());
+  Calibration moved;
+  ASSERT_EQ(calibrate(unmarked, "--max-user-share 1", &moved).status, 0);
+  ASSERT_NE(megatron_entry(moved), nullptr);
+  EXPECT_NE(megatron_entry(moved)->compute_scale, megatron_entry(fair)->compute_scale) << "control";
+}

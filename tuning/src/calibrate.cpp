@@ -120,6 +120,30 @@ StackKey stack_of(const Scenario& s) {
 
 }  // namespace
 
+namespace {
+
+// Why a job's step time does not measure the logged plan, "" when nothing says so: the user's own PARATUNE_*
+// values replaced the plan's (their scripts read those), nodes unlike the plan's ran it, or its report counted
+// another batch than the plan's global batch x sequence length.
+std::string departure(const LogEntry& e) {
+  if (!e.kept_paratune_vars.empty()) {
+    std::string names;
+    for (size_t i = 0; i < e.kept_paratune_vars.size() && i < 4; ++i) names += (i ? ", " : "") + e.kept_paratune_vars[i];
+    return "the user's own " + names + " kept (env_kept)";
+  }
+  if (e.node_mismatches > 0)
+    return std::to_string(e.node_mismatches) + " node(s) unlike the plan's (node_checks.mismatch)";
+  if (e.achieved_tokens_per_step && e.scenario) {
+    const double planned = double(e.scenario->training.global_batch) * double(e.scenario->model.seq_len);
+    if (planned > 0 && std::fabs(*e.achieved_tokens_per_step / planned - 1) > 0.01)
+      return "its report counted " + fmt("%.6g", *e.achieved_tokens_per_step) + " tokens a step, the plan " +
+             fmt("%.6g", planned);
+  }
+  return "";
+}
+
+}  // namespace
+
 void SampleCollector::add(const LogEntry& e) {
   if (!e.scenario_problem.empty()) return skip(e, "scenario or plan unreadable", e.scenario_problem);
   if (!e.scenario || !e.layout) return skip(e, "no scenario or plan", e.scenario ? "no \"plan\"" : "no \"scenario\"");
@@ -127,6 +151,11 @@ void SampleCollector::add(const LogEntry& e) {
     return skip(e, "no achieved figures",
                 "no achieved.median_step_time_s nor achieved.tokens_per_s" +
                     (e.report.empty() ? std::string() : " (report: " + e.report.substr(0, 80) + ")"));
+  if (e.achieved_steps > 0 && e.achieved_steps < o_.min_steps)
+    return skip(e, "too few timed steps",
+                std::to_string(e.achieved_steps) + " steps (at least " + std::to_string(o_.min_steps) +
+                    " for a median past the warm-up)");
+  if (const std::string why = departure(e); !why.empty()) return skip(e, "did not run the logged plan", why);
   const Checked& c = check(e);
   if (!c.config) return skip(e, c.why, c.detail);
   const double step = *e.achieved_step_s, r = c.config->shipped_step_s / step;

@@ -52,6 +52,9 @@ struct CalibrateOptions {
   // error on published runs (median 5 %), so honest jobs are kept; a sick node's jobs (2x) are not.
   double trim_k = 3, trim_floor = 0.405465;
   size_t min_users = 2;              // distinct users whose jobs a fit needs, unless one of them is trusted
+  // Timed steps a job's median needs (0 = not logged: kept). Below it the report took its runs whole, warm-up
+  // included (docs/tuning-log.md), and a job killed after a step or two measures start-up, not the plan.
+  size_t min_steps = 10;
   std::set<std::string> trusted_users;  // `calibrate --trust-user`: their jobs are evidence on their own
 };
 

@@ -55,6 +55,12 @@ struct LogEntry {
   // "achieved"."tokens_per_step", or the scenario's global batch x sequence length).
   std::optional<double> achieved_step_s, achieved_p10_s, achieved_p90_s;
   size_t achieved_steps = 0;
+  std::optional<double> achieved_tokens_per_step;  // "achieved"."tokens_per_step" as the job's report counted them
+  // What says the job did not run the logged plan: the PARATUNE_* variables the user's own values replaced
+  // ("env_kept": their scripts read those) and the nodes whose hardware differed from the plan's
+  // ("node_checks"."mismatch", or its count where the line was cut).
+  std::vector<std::string> kept_paratune_vars;
+  size_t node_mismatches = 0;
   std::optional<double> peak_memory_gib;  // "achieved"."peak_memory_gib": the framework's logged peak per GPU
   std::optional<OomRecord> oom;          // the job died of an out-of-memory error
   bool flagged = false;                  // the line carries a "suspect" flag

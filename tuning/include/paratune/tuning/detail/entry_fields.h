@@ -38,7 +38,7 @@ struct Members {
   template <class Names>
   Members(const typename B::Value& obj, const Names& names) {
     B::for_each_member(obj, [&](std::string_view key, const typename B::Value& value) {
-      // Length and first byte before the bytes: a line has ~30 members, each tried against up to 21 names.
+      // Length and first byte before the bytes: a line has ~30 members, each tried against up to 23 names.
       for (size_t i = 0; i < N; ++i)
         if (key.size() == names[i].size() && !key.empty() && key[0] == names[i][0] && key == names[i]) {
           v[i] = value;
@@ -133,6 +133,7 @@ void read_achieved(const typename B::Value& a, LogEntry& e, Depth depth) {
   if (auto v = F::num(m[4]); v && *v > 0) e.achieved_p90_s = v;
   // Bounded like every other count: 1e300 steps would make size_t(...) undefined behaviour.
   e.achieved_steps = size_t(std::max(0.0, F::bounded(F::num(m[5]), 9.0e15)));
+  if (auto v = F::num(m[2]); v && *v > 0) e.achieved_tokens_per_step = v;
   e.peak_memory_gib = F::gib(m[6]);
 }
 
@@ -184,16 +185,32 @@ void read_configuration(B& backend, const typename B::Value* scenario, const typ
   }
 }
 
+// "env_kept" (the user's values the plan did not replace) and "node_checks" (nodes unlike the plan's).
+template <class B>
+void read_plan_departures(const typename B::Value* kept, const typename B::Value* checks, LogEntry& e) {
+  if (kept && B::is_object(*kept))
+    B::for_each_member(*kept, [&](std::string_view key, const typename B::Value&) {
+      if (key.rfind("PARATUNE_", 0) == 0 && e.kept_paratune_vars.size() < 64) e.kept_paratune_vars.emplace_back(key);
+    });
+  if (!checks || !B::is_object(*checks)) return;
+  static constexpr std::string_view names[] = {"mismatch", "mismatch_count"};
+  const Members<B, 2> m(*checks, names);
+  size_t listed = 0;
+  if (m[0] && B::is_array(*m[0])) B::for_each_element(*m[0], [&](const typename B::Value&) { ++listed; });
+  const double counted = Fields<B>::bounded(Fields<B>::num(m[1]), 9.0e15);
+  e.node_mismatches = std::max(listed, size_t(std::max(0.0, counted)));
+}
+
 // One line's object -> LogEntry (line number set, file left to the caller).
 template <class B>
 LogEntry entry_from(B& backend, const typename B::Value& root, size_t line, Depth depth = Depth::kFull) {
   using F = Fields<B>;
   enum K { kStep, kTrunc, kOom, kTime, kJob, kUser, kPart, kHost, kGpu, kState, kReport, kFw, kFwVer, kNodes,
-           kGpn, kNodeList, kScenario, kPlan, kPredicted, kAchieved, kSuspect, kCount };
+           kGpn, kNodeList, kScenario, kPlan, kPredicted, kAchieved, kSuspect, kEnvKept, kNodeChecks, kCount };
   static constexpr std::string_view names[kCount] = {
       "step_id", "truncated", "oom", "time", "job_id", "user", "partition", "host", "gpu_model", "state", "report",
       "framework", "framework_version", "nodes", "gpus_per_node", "node_list", "scenario", "plan", "predicted",
-      "achieved", "suspect"};
+      "achieved", "suspect", "env_kept", "node_checks"};
   const Members<B, kCount> m(root, names);
   LogEntry e;
   e.line = line;
@@ -217,6 +234,7 @@ LogEntry entry_from(B& backend, const typename B::Value& root, size_t line, Dept
     e.nodes = int(F::bounded(F::num(m[kNodes]), 2147483647.0));
     e.gpus_per_node = int(F::bounded(F::num(m[kGpn]), 2147483647.0));
     read_node_list<B>(m[kNodeList], e);
+    read_plan_departures<B>(m[kEnvKept], m[kNodeChecks], e);
   }
   read_configuration(backend, m[kScenario], m[kPlan], e, depth);
   if (depth == Depth::kFull && m[kPredicted] && B::is_object(*m[kPredicted])) read_predicted<B>(*m[kPredicted], e);
