@@ -41,14 +41,14 @@ struct Job {
   double predicted = 0;
 };
 
-// Llama 3 8B on one node of 8 H100 (InfiniBand), Megatron, planned by the advisor.
-Job megatron_job() {
+// Llama 3 8B on `nodes` nodes of 8 H100 (InfiniBand), Megatron, planned by the advisor.
+Job megatron_job(int nodes = 1) {
   Scenario s;
   s.model = model_preset("llama3-8b");
   s.training.global_batch = 128;
   s.training.framework = Framework::Megatron;
   s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = 1;
+  s.cluster.nodes = nodes;
   s.cluster.gpus_per_node = 8;
   s.cluster.nvlink_domain = 8;
   s.cluster.nic_count = 8;
@@ -302,4 +302,32 @@ TEST_F(Poisoning, JobsThatDidNotRunThePlanAreNotFitted) {
   ASSERT_EQ(calibrate(unmarked, "--max-user-share 1", &moved).status, 0);
   ASSERT_NE(megatron_entry(moved), nullptr);
   EXPECT_NE(megatron_entry(moved)->compute_scale, megatron_entry(fair)->compute_scale) << "control";
+}
+
+// The network's evidence is the multi-node jobs alone, so the user rules apply to them again: four honest users'
+// single-node jobs and one user's five 2-node jobs at 1.4x their predicted time (inside the trimming cut) leave
+// network_scale at 1 (it was fitted to mallory's jobs alone); with two more users' multi-node jobs the network is
+// fitted (control).
+TEST_F(Poisoning, OneUserCannotSetTheNetworkAlone) {
+  const Job one = megatron_job(1);
+  Job two = megatron_job(2);  // its gradient all-reduce across the nodes exposed: the network shows in its time
+  two.s.training.overlap_dp_comm = false;
+  two.predicted = Evaluator(two.s, Framework::Megatron).evaluate(two.l).step_s;
+  std::vector<json> lines;
+  const char* honest[] = {"alice", "bob", "carol", "dave"};
+  for (int i = 0; i < 8; ++i) lines.push_back(line(one, 500 + i, honest[i % 4], 1.0));
+  for (int i = 0; i < 5; ++i) lines.push_back(line(two, 600 + i, "mallory", 1.4));
+  Calibration cal;
+  const Result r = calibrate(lines, "", &cal);
+  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_NE(megatron_entry(cal), nullptr) << r.out;
+  EXPECT_DOUBLE_EQ(megatron_entry(cal)->network_scale, 1.0) << r.out;
+  EXPECT_NE(r.out.find("network_scale kept (the multi-node jobs of 1 user < 2, none trusted)"), std::string::npos)
+      << r.out;
+
+  for (int i = 0; i < 5; ++i) lines.push_back(line(two, 700 + i, honest[i % 2], 1.3));
+  const Result both = calibrate(lines, "", &cal);
+  ASSERT_EQ(both.status, 0) << both.out;
+  ASSERT_NE(megatron_entry(cal), nullptr) << both.out;
+  EXPECT_EQ(both.out.find("network_scale kept"), std::string::npos) << "control: fitted\n" << both.out;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 
@@ -93,41 +94,78 @@ std::string not_enough_users(const Users& u, const CalibrateOptions& o) {
          " and none trusted (--trust-user)";
 }
 
+size_t multinode_of(const std::vector<Sample>& jobs);
+
+// The multi-node jobs alone carry the network's evidence (a single-node job's prediction does not depend on
+// network_scale), so the user rules apply to them again: network_scale is fitted only from the multi-node jobs of
+// enough users (or a trusted one), each user's share of them capped; else it stays 1 and `why` says so. Without
+// this one user's multi-node jobs set the site's network alone, however many users ran single-node jobs.
+struct NetworkEvidence {
+  std::vector<Sample> jobs;
+  std::vector<double> w;
+  std::string why_not;  // "" = fitted
+};
+
+NetworkEvidence network_evidence(const std::vector<Sample>& local, const CalibrateOptions& o) {
+  NetworkEvidence n;
+  for (const auto& s : local)
+    if (s.scenario().cluster.nodes > 1) n.jobs.push_back(s);
+  if (n.jobs.size() < o.min_multinode) {
+    n.why_not = std::to_string(n.jobs.size()) + " multi-node jobs < " + std::to_string(o.min_multinode);
+  } else if (const Users u = users_of(n.jobs, o); !enough_users(u, o)) {
+    n.why_not = "the multi-node jobs of " + std::to_string(u.names.size()) + " user" +
+                (u.names.size() == 1 ? "" : "s") + " < " + std::to_string(o.min_users) + ", none trusted";
+  } else {
+    n.w = user_share_weights(u.of, o.max_user_share);
+  }
+  return n;
+}
+
 // Fit one group's entry on `local` with weights `w`: coordinate descent in log space, compute first (it moves every
-// job), then the network (multi-node jobs only, and only with enough of them). The loss is the weighted mean Huber
-// loss of the log step-time error (squared up to huber_delta, linear beyond) plus a weak pull of log(scale) to 0.
+// job), then the network on its own evidence (network_evidence). Each loss is the weighted mean Huber loss of the
+// log step-time error (squared up to huber_delta, linear beyond) plus a weak pull of log(scale) to 0.
 CalibrationEntry fit_entry(const Group& g, const std::vector<Sample>& local, const std::vector<double>& w,
-                           size_t multinode, const CalibrateOptions& o) {
+                           const CalibrateOptions& o, std::string* network_not_fitted) {
   CalibrationEntry e;
   e.gpu = g.gpu;
   e.fabric = g.fabric;
   e.framework = g.framework;
-  const bool fit_net = multinode >= o.min_multinode;
-  const ConfigIndex idx(local);
-  double wsum = 0;
-  for (double x : w) wsum += x;
+  const NetworkEvidence net = network_evidence(local, o);
+  const bool fit_net = net.why_not.empty();
+  if (network_not_fitted) *network_not_fitted = net.why_not;
   // log(achieved / predicted) as log(achieved) - log(predicted): the first once per job, the second once per
   // configuration and evaluation; the jobs' sum is taken per configuration from sorted prefix sums (huber_sum.h),
   // so that the hundreds of evaluations of a fit cost nothing per job.
-  std::vector<double> log_achieved(local.size());
-  for (size_t i = 0; i < local.size(); ++i) log_achieved[i] = std::log(local[i].achieved_step_s);
-  const detail::HuberSum huber(log_achieved, idx.of, idx.configs.size(), w, o.huber_delta);
-  auto loss = [&](double lc, double ln) {
-    e.compute_scale = std::exp(lc);
-    e.network_scale = std::exp(ln);
-    auto log_pred = idx.predict([&](const Scenario& sc) { return apply_entry(e, sc); });
-    for (double& p : log_pred) p = std::log(p);
-    return huber(log_pred) / wsum + o.prior_weight * (lc * lc + ln * ln);
+  const auto loss_over = [&](const std::vector<Sample>& jobs, const std::vector<double>& weights) {
+    auto idx = std::make_shared<ConfigIndex>(jobs);
+    std::vector<double> log_achieved(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) log_achieved[i] = std::log(jobs[i].achieved_step_s);
+    auto huber = std::make_shared<detail::HuberSum>(log_achieved, idx->of, idx->configs.size(), weights, o.huber_delta);
+    double wsum = 0;
+    for (double x : weights) wsum += x;
+    return [&e, &o, idx, huber, wsum](double lc, double ln) {
+      e.compute_scale = std::exp(lc);
+      e.network_scale = std::exp(ln);
+      auto log_pred = idx->predict([&](const Scenario& sc) { return apply_entry(e, sc); });
+      for (double& p : log_pred) p = std::log(p);
+      return (*huber)(log_pred) / wsum + o.prior_weight * (lc * lc + ln * ln);
+    };
   };
+  const auto loss = loss_over(local, w);
   double lc = 0, ln = 0;
-  for (int round = 0; round < (fit_net ? 4 : 1); ++round) {
+  if (fit_net) {
+    const auto net_loss = loss_over(net.jobs, net.w);
+    for (int round = 0; round < 4; ++round) {
+      lc = golden([&](double x) { return loss(x, ln); }, std::log(0.2), std::log(2.5));
+      ln = golden([&](double x) { return net_loss(lc, x); }, std::log(0.1), std::log(3.0));
+    }
+  } else {
     lc = golden([&](double x) { return loss(x, ln); }, std::log(0.2), std::log(2.5));
-    if (fit_net) ln = golden([&](double x) { return loss(lc, x); }, std::log(0.1), std::log(3.0));
   }
   e.compute_scale = std::exp(lc);
   e.network_scale = std::exp(ln);
   e.samples = int(local.size());
-  e.multinode_samples = int(multinode);
+  e.multinode_samples = int(net.jobs.size());
   return e;
 }
 
@@ -181,10 +219,10 @@ std::vector<std::string> capped_users(const Users& u, const std::vector<double>&
 // The trimmed fit: a first weighted fit, the jobs far off it left out, the rest fitted again (with the share cap
 // applied to them anew). Returns false (note set) when what is left is the evidence of too few users.
 bool trimmed_fit(const Group& grp, const std::vector<Sample>& local, const CalibrateOptions& o, GroupReport* g,
-                 CalibrationEntry* e) {
+                 CalibrationEntry* e, std::string* network_not_fitted) {
   Users u = users_of(local, o);
   std::vector<double> w = user_share_weights(u.of, o.max_user_share);
-  *e = fit_entry(grp, local, w, multinode_of(local), o);
+  *e = fit_entry(grp, local, w, o, network_not_fitted);
   g->capped = capped_users(u, w);
   double cut = 0;
   std::vector<Sample> kept = untrimmed(local, w, *e, o, &cut);
@@ -196,7 +234,7 @@ bool trimmed_fit(const Group& grp, const std::vector<Sample>& local, const Calib
       return false;
     }
     w = user_share_weights(u.of, o.max_user_share);
-    *e = fit_entry(grp, kept, w, multinode_of(kept), o);
+    *e = fit_entry(grp, kept, w, o, network_not_fitted);
     for (auto& c : capped_users(u, w)) g->capped.push_back(c + " (after trimming)");
   }
   g->used = kept.size();
@@ -231,7 +269,8 @@ GroupReport report_group(const Group& grp, const CalibrateOptions& o, const Stac
     return g;
   }
   CalibrationEntry e;
-  if (!trimmed_fit(grp, local, o, &g, &e)) return g;
+  std::string network_not_fitted;
+  if (!trimmed_fit(grp, local, o, &g, &e, &network_not_fitted)) return g;
   g.compute_scale = e.compute_scale;
   g.network_scale = e.network_scale;
   Calibration one;
@@ -241,11 +280,9 @@ GroupReport report_group(const Group& grp, const CalibrateOptions& o, const Stac
   e.error_before = g.before.mean_abs;
   e.error_after = g.after.mean_abs;
   g.fitted = true;
-  const size_t net_jobs = size_t(e.multinode_samples);
   g.note = "compute_scale " + fmt("%.3f", e.compute_scale) +
-           (net_jobs >= o.min_multinode ? ", network_scale " + fmt("%.3f", e.network_scale)
-                                        : ", network_scale kept (" + std::to_string(net_jobs) +
-                                              " multi-node jobs < " + std::to_string(o.min_multinode) + ")");
+           (network_not_fitted.empty() ? ", network_scale " + fmt("%.3f", e.network_scale)
+                                       : ", network_scale kept (" + network_not_fitted + ")");
   out->entries.push_back(e);
   return g;
 }
