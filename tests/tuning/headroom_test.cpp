@@ -129,3 +129,28 @@ TEST(Headroom, TheCalibrationFileRejectsBadMemoryEntries) {
   s.cluster.gpu = "a100-sxm4-80gb";
   EXPECT_EQ(calibrated_headroom_gib(c, s), 0);
 }
+
+// A report can state anything: a peak above the GPU's memory did not happen (skipped with its reason; a peak at the
+// limit still counts), and an OOM record's need is read from the framework's message, not from the record's own
+// figures (500 GiB "tried" beside PyTorch's "Tried to allocate 20.00 MiB").
+TEST(Headroom, ImpossibleFiguresAreNotEvidence) {
+  const Scenario s = scenario();
+  const Plan p = advise(s);
+  const double cap = gpu_spec(s.cluster.gpu).memory_gib;
+  SkipTally skipped;
+  EXPECT_TRUE(memory_evidence({logged(s, p.layout, 1000.0, false)}, {}, &skipped).empty());
+  EXPECT_EQ(skipped["memory: peak above the GPU's memory"], 1u);
+  EXPECT_EQ(memory_evidence({logged(s, p.layout, cap, false)}).size(), 1u) << "control: a peak at the limit";
+
+  LogEntry forged = logged(s, p.layout, std::nullopt, true);
+  forged.oom->kind = "cuda";
+  forged.oom->message = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+                        "capacity of 79.10 GiB of which 10.00 MiB is free.";
+  forged.oom->tried_gib = 500;
+  forged.oom->capacity_gib = 79.1;
+  forged.oom->free_gib = 0.01;
+  const auto ev = memory_evidence({forged});
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_TRUE(ev[0].oom);
+  EXPECT_LT(ev[0].need_gib, cap + 0.1) << "the message's 20 MiB, not the record's 500 GiB";
+}

@@ -19,9 +19,13 @@ namespace {
 
 // What an OOM job needed at least: the whole GPU, or what was in use when the allocation failed plus that
 // allocation, whichever is more (the message's capacity may be a little below the catalog's: CUDA's context).
+// The figures are read again from the message the framework printed, not taken from the record's own fields, which
+// a report may set to anything (500 GiB "tried" beside "Tried to allocate 20.00 MiB").
 double oom_need(const OomRecord& o, double capacity) {
   double need = capacity;
-  if (o.capacity_gib && o.free_gib && o.tried_gib) need = std::max(need, *o.capacity_gib - *o.free_gib + *o.tried_gib);
+  const auto f = recognise_oom(o.message);
+  if (f && f->capacity_gib && f->free_gib && f->tried_gib)
+    need = std::max(need, *f->capacity_gib - *f->free_gib + *f->tried_gib);
   return need;
 }
 
@@ -44,6 +48,9 @@ std::string evidence_of(const LogEntry& e, MemoryEvidence* out) {
   }
   out->user = e.user;
   out->oom = e.oom.has_value() && unconfirmed_oom(e).empty();
+  // A logged peak beyond the GPU's memory did not happen (the allocator cannot hand out more; 5 % for GB vs GiB
+  // and the catalog's rounding).
+  if (!out->oom && *e.peak_memory_gib > 1.05 * out->capacity_gib) return "memory: peak above the GPU's memory";
   out->need_gib = out->oom ? oom_need(*e.oom, out->capacity_gib) : *e.peak_memory_gib;
   return "";
 }
