@@ -206,3 +206,20 @@ TEST(LogStream, ManyProblemsAreCappedPerFile) {
   lim.max_problems = 10;
   expect_same({{"a", log}, {"b", log}}, {}, lim);
 }
+
+// Job ids are unique only within one Slurm cluster (docs/tuning-log.md "Shipping lines"): lines that carry
+// "cluster" are one job per (cluster, id), in the streamed reader and the reference merge alike; copies within a
+// cluster still merge, and lines without it merge by id as before (control).
+TEST(LogStream, TheSameJobIdOnTwoClustersIsTwoJobs) {
+  const auto on = [](const std::string& cluster, const std::string& id, long long time) {
+    return R"({"job_id":")" + id + R"(","time":)" + std::to_string(time) + R"(,"cluster":")" + cluster +
+           R"(","user":"u","achieved":{"median_step_time_s":2.0}})" "\n";
+  };
+  const std::string a = on("east", "17", 100) + on("west", "17", 200) + on("east", "17", 100);
+  expect_same({{"a", a}});
+  const Streamed s = stream({{"a", a}});
+  EXPECT_EQ(s.stats.duplicates, 1u) << "east's two copies merge; west's job is its own";
+  EXPECT_EQ(merge_logs({{"a", a}}).entries.size(), 2u);
+  const std::string plain = R"({"job_id":"17","time":100})" "\n" R"({"job_id":"17","time":200})" "\n";
+  EXPECT_EQ(merge_logs({{"p", plain}}).entries.size(), 1u) << "control: no cluster, one job per id";
+}

@@ -37,7 +37,7 @@ bool replaces(const CopyKeys& challenger, const CopyKeys& holder, std::string* w
 MergedLog merge_logs(const std::vector<LogText>& sources, const ReadLimits& limits) {
   MergedLog m;
   std::vector<LogEntry> kept;
-  std::map<std::string, size_t> by_job;  // job id -> index in kept
+  std::map<std::string, size_t> by_job;  // merge key (cluster and job id) -> index in kept
   for (const auto& src : sources) {
     ++m.files;
     TuningLog log = read_tuning_log(src.content, limits);
@@ -50,7 +50,7 @@ MergedLog merge_logs(const std::vector<LogText>& sources, const ReadLimits& limi
         kept.push_back(std::move(e));
         continue;
       }
-      const auto [it, fresh] = by_job.emplace(e.job_id, kept.size());
+      const auto [it, fresh] = by_job.emplace(e.merge_key(), kept.size());
       if (fresh) {
         kept.push_back(std::move(e));
         continue;

@@ -214,8 +214,9 @@ class Merger {
       copies_.push_back(c);
       return;
     }
-    c.key_length = uint32_t(e.job_id.size());
-    const size_t i = jobs_.find_or_add(e.job_id, copies_.size(), &c.key_offset);
+    const std::string key = e.merge_key();
+    c.key_length = uint32_t(key.size());
+    const size_t i = jobs_.find_or_add(key, copies_.size(), &c.key_offset);
     if (i == copies_.size()) {
       copies_.push_back(c);
       return;

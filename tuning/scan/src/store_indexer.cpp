@@ -243,7 +243,8 @@ Indexer::Copy Indexer::copy_at(const Stmt& row, int first) {
 
 void Indexer::add(const LogEntry& e, const Copy& c) {
   if (e.job_id.empty()) return insert_job(e, c);
-  find_job_.bind(1, e.job_id);
+  const std::string key = e.merge_key();  // the job id within its cluster: the column holds it
+  find_job_.bind(1, key);
   if (!find_job_.row()) {
     find_job_.reset();
     return insert_job(e, c);
@@ -253,7 +254,7 @@ void Indexer::add(const LogEntry& e, const Copy& c) {
   const int64_t first_read = find_job_.i64(7);
   find_job_.reset();
   ++duplicates_;
-  last_copy_.bind(1, e.job_id);
+  last_copy_.bind(1, key);
   int64_t last = holder.pos();
   if (last_copy_.row() && !last_copy_.null(0)) last = std::max(last, last_copy_.i64(0));
   last_copy_.reset();
@@ -262,16 +263,16 @@ void Indexer::add(const LogEntry& e, const Copy& c) {
   if (c.pos() > last) {
     std::string why;
     const bool swap = replaces(c.keys(), holder.keys(), &why);
-    drop(e.job_id, c, swap ? c : holder, swap ? holder : c, why);
+    drop(key, c, swap ? c : holder, swap ? holder : c, why);
     if (swap) set_job(seq, e, c, first_read);
     return;
   }
-  replay(seq, e.job_id, holder, e, c);
+  replay(seq, key, holder, e, c);
 }
 
 void Indexer::insert_job(const LogEntry& e, const Copy& c) {
   ++jobs_;
-  insert_job_.bind(1, e.job_id).bind(2, e.user).bind(3, e.partition).bind(4, int64_t(c.time)).bind(5, e.gpu_model);
+  insert_job_.bind(1, e.merge_key()).bind(2, e.user).bind(3, e.partition).bind(4, int64_t(c.time)).bind(5, e.gpu_model);
   insert_job_.bind(6, framework_of(e)).bind(7, int64_t(c.file)).bind(8, int64_t(c.offset)).bind(9, int64_t(c.length));
   insert_job_.bind(10, int64_t(c.line)).bind(11, int64_t(c.flags)).bind(12, c.pos()).run();
 }

@@ -39,6 +39,10 @@ struct LogEntry {
   bool truncated = false;                // the line says "truncated": true (bulky fields left out)
   long long time = 0;                    // "time": job end, unix seconds (or an ISO-8601 string)
   std::string job_id, user, partition, host, gpu_model, state, report;
+  std::string cluster;                   // "cluster": added by a site that ships several clusters' lines together
+  // What copies of one job share: the job id within its cluster (job ids are unique only within one Slurm cluster,
+  // and restart from 1 after slurmctld loses its state): "CLUSTER:ID", or the id alone on lines without a cluster.
+  std::string merge_key() const { return cluster.empty() ? job_id : cluster + ":" + job_id; }
   int nodes = 0, gpus_per_node = 0;
   std::vector<std::string> node_names;   // "node_list" (array or Slurm hostlist string), else "host"
   std::optional<advisor::Scenario> scenario;  // when "scenario" parses

@@ -38,7 +38,7 @@ struct Members {
   template <class Names>
   Members(const typename B::Value& obj, const Names& names) {
     B::for_each_member(obj, [&](std::string_view key, const typename B::Value& value) {
-      // Length and first byte before the bytes: a line has ~30 members, each tried against up to 23 names.
+      // Length and first byte before the bytes: a line has ~30 members, each tried against up to 24 names.
       for (size_t i = 0; i < N; ++i)
         if (key.size() == names[i].size() && !key.empty() && key[0] == names[i][0] && key == names[i]) {
           v[i] = value;
@@ -206,11 +206,11 @@ template <class B>
 LogEntry entry_from(B& backend, const typename B::Value& root, size_t line, Depth depth = Depth::kFull) {
   using F = Fields<B>;
   enum K { kStep, kTrunc, kOom, kTime, kJob, kUser, kPart, kHost, kGpu, kState, kReport, kFw, kFwVer, kNodes,
-           kGpn, kNodeList, kScenario, kPlan, kPredicted, kAchieved, kSuspect, kEnvKept, kNodeChecks, kCount };
+           kGpn, kNodeList, kScenario, kPlan, kPredicted, kAchieved, kSuspect, kEnvKept, kNodeChecks, kCluster, kCount };
   static constexpr std::string_view names[kCount] = {
       "step_id", "truncated", "oom", "time", "job_id", "user", "partition", "host", "gpu_model", "state", "report",
       "framework", "framework_version", "nodes", "gpus_per_node", "node_list", "scenario", "plan", "predicted",
-      "achieved", "suspect", "env_kept", "node_checks"};
+      "achieved", "suspect", "env_kept", "node_checks", "cluster"};
   const Members<B, kCount> m(root, names);
   LogEntry e;
   e.line = line;
@@ -221,6 +221,7 @@ LogEntry entry_from(B& backend, const typename B::Value& root, size_t line, Dept
   if (m[kTime] && B::is_string(*m[kTime]))
     if (const auto t = iso8601(B::string(*m[kTime]))) e.time = *t;
   e.job_id = F::str(m[kJob]);
+  e.cluster = F::str(m[kCluster]).substr(0, 128);
   e.user = F::str(m[kUser]);
   e.partition = F::str(m[kPart]);
   e.gpu_model = F::str(m[kGpu]);
