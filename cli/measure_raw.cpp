@@ -46,16 +46,38 @@ const json& array(const json& j, const char* key) {
   return it != j.end() && it->is_array() ? *it : empty;
 }
 
+// A figure within what hardware can do (the profile's own reader's bounds, profile_toml.cpp, or tighter): a
+// benchmark that wrote a negative time or 1e9 TFLOP/s did not measure anything, and the profile must not say so.
+double in(const json& j, const char* key, double lo, double hi, const char* point, size_t i) {
+  const double v = num(j, key);
+  if (!(v >= lo && v <= hi))
+    throw std::invalid_argument(std::string("raw figures: ") + point + "[" + std::to_string(i) + "]." + key +
+                                ": must be between " + std::to_string(lo) + " and " + std::to_string(hi) + "; got " +
+                                std::to_string(v));
+  return v;
+}
+
 void read_points(const json& raw, advisor::HardwareProfile& p) {
+  constexpr double kDim = 1e7, kTflops = 1e5, kGbps = 1e5, kBytes = 1e13;
+  size_t i = 0;
   for (const auto& g : array(raw, "gemm"))
-    p.gemm.push_back({str(g, "dtype"), num(g, "m"), num(g, "n"), num(g, "k"), num(g, "tflops")});
+    p.gemm.push_back({str(g, "dtype"), in(g, "m", 1, kDim, "gemm", i), in(g, "n", 1, kDim, "gemm", i),
+                      in(g, "k", 1, kDim, "gemm", i), in(g, "tflops", 0, kTflops, "gemm", i)}), ++i;
+  i = 0;
   for (const auto& a : array(raw, "attention"))
-    p.attention.push_back({str(a, "dtype"), str(a, "kernel"), num(a, "batch"), num(a, "heads"), num(a, "seq"),
-                           num(a, "head_dim"), num(a, "tflops")});
-  for (const auto& c : array(raw, "copy")) p.copy.push_back({num(c, "bytes"), num(c, "gbps")});
+    p.attention.push_back({str(a, "dtype"), str(a, "kernel"), in(a, "batch", 1, kDim, "attention", i),
+                           in(a, "heads", 1, kDim, "attention", i), in(a, "seq", 1, kDim, "attention", i),
+                           in(a, "head_dim", 1, kDim, "attention", i), in(a, "tflops", 0, kTflops, "attention", i)}),
+        ++i;
+  i = 0;
+  for (const auto& c : array(raw, "copy"))
+    p.copy.push_back({in(c, "bytes", 1, kBytes, "copy", i), in(c, "gbps", 0, kGbps, "copy", i)}), ++i;
+  i = 0;
   for (const auto& c : array(raw, "collectives"))
-    p.collectives.push_back({str(c, "op"), str(c, "scope"), int(num(c, "ranks")), num(c, "bytes"), num(c, "time_us"),
-                             num(c, "busbw_gbps")});
+    p.collectives.push_back({str(c, "op"), str(c, "scope"), int(in(c, "ranks", 1, 1e6, "collectives", i)),
+                             in(c, "bytes", 1, kBytes, "collectives", i), in(c, "time_us", 0, 1e12, "collectives", i),
+                             in(c, "busbw_gbps", 0, kGbps, "collectives", i)}),
+        ++i;
 }
 
 void read_strings(const json& j, std::map<std::string, std::string>* out) {
@@ -94,7 +116,7 @@ advisor::HardwareProfile profile_from_raw(const std::string& json_text, const st
                                 "' but the node's topology shows none (give the plugin's topology file: --topology)");
   p.device = str(raw, "device_name");
   p.generated = now_iso();
-  p.duration_s = num(raw, "duration_s");
+  p.duration_s = in(raw, "duration_s", 0, 1e7, "run", 0);
   std::vector<std::string> hosts;
   for (const auto& h : array(raw, "hosts"))
     if (h.is_string()) hosts.push_back(h.get<std::string>());

@@ -37,9 +37,15 @@ const CollectivePoint* at_size(const std::vector<CollectivePoint>& c, const std:
   return best;
 }
 
-double busbw(const std::vector<CollectivePoint>& c, const std::string& op, const std::string& scope) {
+// A GPU fabric's bus bandwidth is the plateau of its large messages (nccl-tests' busbw curves level off from tens of
+// MiB): a run whose largest message was smaller (--quick, a budget spent early) measured latency, so the term stays
+// the catalog's. A CPU profile (gloo, tests and development) takes what it has.
+constexpr double kMinBandwidthBytes = 64.0 * (1 << 20);
+
+double busbw(const std::vector<CollectivePoint>& c, const std::string& op, const std::string& scope, bool gpu) {
   const CollectivePoint* x = at_size(c, op, scope, true);
-  return x ? x->busbw_gbps : 0;
+  if (!x || (gpu && x->bytes < kMinBandwidthBytes)) return 0;
+  return x->busbw_gbps;
 }
 
 double latency(const std::vector<CollectivePoint>& c, const std::string& scope) {
@@ -68,11 +74,12 @@ void fit_profile(HardwareProfile& p) {
   std::vector<double> big;
   for (size_t i = 0; i < copies.size() && i < 2; ++i) big.push_back(copies[i].gbps);
   p.rates.hbm_gbps = median(big);
+  const bool gpu = p.gpu != "cpu";
   std::vector<double> ring;
   for (const char* op : {"all_gather", "reduce_scatter"})
-    if (const double b = busbw(p.collectives, op, "intra"); b > 0) ring.push_back(b);
-  p.rates.intra_busbw_gbps = ring.empty() ? busbw(p.collectives, "all_reduce", "intra") : median(ring);
-  p.rates.inter_busbw_gbps = busbw(p.collectives, "all_reduce", "inter");
+    if (const double b = busbw(p.collectives, op, "intra", gpu); b > 0) ring.push_back(b);
+  p.rates.intra_busbw_gbps = ring.empty() ? busbw(p.collectives, "all_reduce", "intra", gpu) : median(ring);
+  p.rates.inter_busbw_gbps = busbw(p.collectives, "all_reduce", "inter", gpu);
   p.intra_latency_us = latency(p.collectives, "intra");
   p.inter_latency_us = latency(p.collectives, "inter");
 }

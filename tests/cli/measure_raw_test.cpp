@@ -95,3 +95,31 @@ TEST(MeasureRaw, TheTaskFromSlurmsEnvironment) {
   EXPECT_EQ(t.master_port, 20000 + 7 * 16 + 2);
   EXPECT_EQ(task_from_env(29500).master_port, 29500);
 }
+
+// Figures no hardware produces are refused by point and field (a benchmark that wrote them measured nothing; the
+// profile's own reader would refuse the file afterwards, or plan with 1e9 TFLOP/s): a negative time, a rank count
+// beyond an int, an impossible rate. A GPU run's bus bandwidth comes only from messages of 64 MiB or more (the
+// plateau of its busbw curve); a run cut short at 1 MiB leaves the term to the catalog, while a CPU (gloo) run
+// takes what it has (control: kRaw above, 0.15 GB/s at 1 MiB).
+TEST(MeasureRaw, ImpossibleFiguresAreRefusedAndSmallMessagesMeasureNoBandwidth) {
+  const auto refused = [](std::string raw, const std::string& from, const std::string& to) {
+    raw.replace(raw.find(from), from.size(), to);
+    try {
+      profile_from_raw(raw, "aaaa", "h100-sxm5-80gb", nullptr);
+      return std::string("accepted");
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_NE(refused(kRaw, R"("time_us": 9000)", R"("time_us": -5)").find("collectives[0].time_us"), std::string::npos);
+  EXPECT_NE(refused(kRaw, R"("ranks": 4)", R"("ranks": 1e12)").find("collectives[0].ranks"), std::string::npos);
+  EXPECT_NE(refused(kRaw, R"("tflops": 0.5)", R"("tflops": 1e9)").find("gemm[0].tflops"), std::string::npos);
+  EXPECT_NE(refused(kRaw, R"("gbps": 20)", R"("gbps": -5)").find("copy[0].gbps"), std::string::npos);
+
+  std::string gpu = kRaw;
+  gpu.replace(gpu.find(R"("device": "cpu")"), 15, R"("device": "cuda")");
+  EXPECT_DOUBLE_EQ(profile_from_raw(gpu, "aaaa", "h100-sxm5-80gb", nullptr).rates.inter_busbw_gbps, 0)
+      << "a GPU run whose largest message was 1 MiB measured latency, not bandwidth";
+  gpu.replace(gpu.find(R"("bytes": 1048576)"), 16, R"("bytes": 1073741824)");
+  EXPECT_DOUBLE_EQ(profile_from_raw(gpu, "aaaa", "h100-sxm5-80gb", nullptr).rates.inter_busbw_gbps, 0.15);
+}
