@@ -607,6 +607,7 @@ void search_split(const Scenario& s, Framework f, const Evaluator& ev, const Sea
           l.offload_layers = c.offload_layers.value_or(0);
           if (s.model.is_moe() && !moe_layout_problem(s, l, f).empty()) continue;
           if (!version_problem(s, l, f).empty()) continue;  // the framework version would refuse it at launch
+          if (!cuda_connections_problem(s, l, f, limits.cuda_device_max_connections).empty()) continue;
           search_micro_batches(s, ev, f, l, mbs, st);
           if (st.out_of_time) return;
         }
@@ -723,7 +724,9 @@ std::string nothing_fits_message(const Scenario& s, const Evaluator& ev, const S
     const std::string why = no_valid_layout_reason(s, st.least_fw);
     return "nothing fits: no valid layout for these constraints: " +
            (why.empty() ? std::string("every valid layout is outside the search limits (the site policy's caps on "
-                                      "tp, pp, cp, ep, ZeRO stages, recomputation, dispatchers or the micro-batch)")
+                                      "tp, pp, cp, ep, ZeRO stages, recomputation, dispatchers or the micro-batch, or the "
+                                      "CUDA_DEVICE_MAX_CONNECTIONS it imposes, under which the framework would not "
+                                      "start)")
                         : why);
   }
   std::string msg = "nothing fits in " + fmt("%.1f", usable_gib(ev, st.margin)) + " GiB per GPU (" +

@@ -1,6 +1,8 @@
 // NCCL / CUDA settings from Topology x Plan. Per-platform practice: shared/docs/anchors.md §4; NCCL env docs.
 #include "paratune/advisor/env.h"
 
+#include "paratune/advisor/framework_versions.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -106,6 +108,25 @@ std::vector<std::string> network_notes(const Scenario& s) {
                     "ids, no device names): modelled as " + std::string(to_string(c.fabric)) +
                     "; no fabric-specific NCCL/libfabric variable is set (the site policy's facts.fabric states it)");
   return notes;
+}
+
+std::string cuda_connections_problem(const Scenario& s, const Layout& l, Framework f,
+                                     const std::optional<std::string>& site) {
+  if (!site) return "";
+  const std::string given = site->empty() ? "removed" : "forced to " + *site;
+  const bool megatron_ds = f == Framework::DeepSpeed && version_for(s, f).id == "megatron-deepspeed";
+  if (f == Framework::Megatron && l.zero_stage >= 3 && *site == "1")
+    return "the site policy forces CUDA_DEVICE_MAX_CONNECTIONS=1, which Megatron-FSDP (zero_stage 3) refuses at "
+           "start-up (arguments.py: 'FSDP always requires CUDA_DEVICE_MAX_CONNECTIONS value large than one')";
+  const bool needs_one =
+      (f == Framework::Megatron && (l.tp > 1 || l.cp > 1) && l.zero_stage < 3 &&
+       effective_gpu(s.cluster).arch != GpuArch::Blackwell && !moe_a2a_overlap(s, l, f)) ||
+      (megatron_ds && l.tp > 1 && l.sequence_parallel);
+  if (needs_one && *site != "1")
+    return "the site policy has CUDA_DEVICE_MAX_CONNECTIONS " + given + ", but " +
+           (megatron_ds ? "Megatron-DeepSpeed with sequence parallelism" : "Megatron with tp or cp > 1 before Blackwell") +
+           " stops at start-up unless it is 1";
+  return "";
 }
 
 std::vector<EnvSetting> synthesize_env(const Scenario& s, Framework f, const Layout& l, double memory_gib) {

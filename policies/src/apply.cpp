@@ -199,7 +199,15 @@ ModeDecision decide_mode(const EffectivePolicy& p, const ModeRequest& r) {
 // ---------------------------------------------------------------------------------------------------------------
 // search and scenario
 
-advisor::SearchLimits search_limits(const EffectivePolicy& p) { return p.limits; }
+advisor::SearchLimits search_limits(const EffectivePolicy& p) {
+  advisor::SearchLimits l = p.limits;
+  // A value the policy imposes on every job decides which layouts can start at all (advisor/env.h).
+  if (const auto it = p.env.force.find("CUDA_DEVICE_MAX_CONNECTIONS"); it != p.env.force.end())
+    l.cuda_device_max_connections = it->second;
+  else if (std::find(p.env.forbid.begin(), p.env.forbid.end(), "CUDA_DEVICE_MAX_CONNECTIONS") != p.env.forbid.end())
+    l.cuda_device_max_connections = "";
+  return l;
+}
 
 namespace {
 

@@ -1,6 +1,8 @@
 // NCCL/CUDA env synthesis and framework arguments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_args.h"
@@ -101,4 +103,59 @@ TEST(FrameworkArgs, MegatronUnevenInterleavedPlan) {
   EXPECT_EQ(m.find("--use-flash-attn"), std::string::npos) << "read by nothing in Megatron-Core (issue 13, item 2)";
   EXPECT_NE(a.torchrun.find("--nnodes=128\n--nproc_per_node=8"), std::string::npos) << a.torchrun;
   EXPECT_NO_THROW(predict(s, p.layout));
+}
+
+// A site policy that forces or forbids CUDA_DEVICE_MAX_CONNECTIONS for every job decides which layouts can start:
+// Megatron asserts it is not 1 under Megatron-FSDP and is 1 with tp or cp > 1 before Blackwell (arguments.py,
+// core_v0.15.3: lines 715 and 959), Megatron-DeepSpeed raises without 1 under sequence parallelism. The search
+// plans none that would stop; without the rule the same scenario plans them (control).
+TEST(Env, TheSitesCudaDeviceMaxConnectionsDecidesWhatCanStart) {
+  Scenario s;
+  s.model = model_preset("llama3-8b");
+  s.training.global_batch = 256;
+  s.cluster.gpu = "h100-sxm5-80gb";
+  s.cluster.nodes = 1;
+  s.cluster.gpus_per_node = 8;
+  s.cluster.nvlink_domain = 8;
+  Layout fsdp;
+  fsdp.dp = 8; fsdp.zero_stage = 3;
+  Layout tp;
+  tp.tp = 4; tp.dp = 2; tp.zero_stage = 1; tp.sequence_parallel = true;
+  const std::optional<std::string> one = "1", removed = "", eight = "8", none;
+  EXPECT_NE(cuda_connections_problem(s, fsdp, Framework::Megatron, one), "");
+  EXPECT_EQ(cuda_connections_problem(s, tp, Framework::Megatron, one), "");
+  EXPECT_NE(cuda_connections_problem(s, tp, Framework::Megatron, removed), "");
+  EXPECT_NE(cuda_connections_problem(s, tp, Framework::Megatron, eight), "");
+  EXPECT_EQ(cuda_connections_problem(s, fsdp, Framework::Megatron, removed), "");
+  EXPECT_EQ(cuda_connections_problem(s, tp, Framework::Megatron, none), "") << "the policy says nothing";
+  Scenario b200 = s;
+  b200.cluster.gpu = "b200-sxm-180gb";
+  EXPECT_EQ(cuda_connections_problem(b200, tp, Framework::Megatron, removed), "") << "no such assert on Blackwell";
+  Scenario mds = s;
+  mds.training.framework = Framework::DeepSpeed;
+  mds.training.framework_version = "megatron-deepspeed";
+  EXPECT_NE(cuda_connections_problem(mds, tp, Framework::DeepSpeed, removed), "");
+
+  // The plan and its alternatives: every layout the search ranked.
+  const auto ranked = [&](const SearchLimits& lim) {
+    const Plan p = advise(s, lim);
+    std::vector<Layout> out = {p.layout};
+    for (const auto& c : p.alternatives) out.push_back(c.layout);
+    return out;
+  };
+  SearchLimits forced;
+  forced.top_n = 31;
+  forced.cuda_device_max_connections = "1";
+  for (const Layout& l : ranked(forced)) EXPECT_LT(l.zero_stage, 3) << "Megatron-FSDP under a forced 1";
+  SearchLimits forbidden = forced;
+  forbidden.cuda_device_max_connections = "";
+  for (const Layout& l : ranked(forbidden))
+    EXPECT_TRUE((l.tp == 1 && l.cp == 1) || l.zero_stage >= 3) << "tp/cp > 1 without the 1";
+  SearchLimits free;
+  free.top_n = 31;
+  const auto all = ranked(free);
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const Layout& l) { return l.zero_stage >= 3; }));
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const Layout& l) {
+    return (l.tp > 1 || l.cp > 1) && l.zero_stage < 3;
+  })) << "control: both kinds are planned without the rule";
 }

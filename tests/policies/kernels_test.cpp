@@ -203,4 +203,18 @@ TEST(Kernels, TeVersionWithoutTeInTheKernelListIsRefused) {
             "(no error)");
 }
 
+// A CUDA_DEVICE_MAX_CONNECTIONS the policy forces or forbids reaches the search (advisor/env.h
+// cuda_connections_problem), per partition; a default does not (a job's own value may replace it).
+TEST(Kernels, TheForcedCudaDeviceMaxConnectionsReachesTheSearch) {
+  const PolicyFile f = parse_policy(
+      "[defaults.env]\nforce = { CUDA_DEVICE_MAX_CONNECTIONS = \"1\" }\n"
+      "[partition.b.env]\nforbid = [\"CUDA_DEVICE_MAX_CONNECTIONS\"]\n"
+      "[partition.c.env]\ndefault = { CUDA_DEVICE_MAX_CONNECTIONS = \"8\" }\n",
+      "p.toml");
+  EXPECT_EQ(search_limits(resolve(f, "a")).cuda_device_max_connections, std::optional<std::string>("1"));
+  EXPECT_EQ(search_limits(resolve(f, "b")).cuda_device_max_connections, std::optional<std::string>(""));
+  const PolicyFile d = parse_policy("[defaults.env]\ndefault = { CUDA_DEVICE_MAX_CONNECTIONS = \"8\" }\n", "p.toml");
+  EXPECT_FALSE(search_limits(resolve(d, "a")).cuda_device_max_connections) << "a default is not imposed";
+}
+
 }  // namespace paratune::policies

@@ -30,6 +30,9 @@ struct SearchLimits {
                                                       // off); inside a node TP is searched at its PCIe cost
   std::optional<ModelParams> params;                  // the site's calibration (calibration_file.h); unset = shipped
   double time_budget_s = 5.0;                         // stop searching after this long and say so (0 = no budget)
+  // CUDA_DEVICE_MAX_CONNECTIONS as the site's policy imposes it on every job (its forced value; "" when it forbids
+  // the variable): layouts whose framework stops at start-up under it are not planned (cuda_connections_problem).
+  std::optional<std::string> cuda_device_max_connections;
 };
 
 // The search keeps 5 % of each GPU's memory free unless told otherwise: no advised plan above 95 % of the memory.
