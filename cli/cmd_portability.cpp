@@ -164,6 +164,8 @@ PartitionPrediction predict_partition(const advisor::Scenario& base, const polic
     if (r.best_tokens_per_gpu == r.tokens_per_gpu) r.best_framework = r.framework;
   } catch (const advisor::NothingFits& e) {
     return zero(std::string("nothing fits: ") + e.what());
+  } catch (const std::invalid_argument& e) {  // the scenario cannot run there at all (FP8 on an A100 partition)
+    return zero(std::string("cannot run there: ") + e.what());
   }
   r.e_arch = r.mfu;
   r.e_app = r.best_tokens_per_gpu > 0 ? r.tokens_per_gpu / r.best_tokens_per_gpu : 0;

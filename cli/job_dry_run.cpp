@@ -230,8 +230,11 @@ int run_job_dry_run(const JobDryRunArgs& a) {
     r.fallback_base.clear();
     return print_plan(a, f, job::decide_and_write(r));
   } catch (const advisor::NothingFits& e) {
-    std::fprintf(stderr, "paratune advise --paratune: %s\n(the job would run untouched; the site policy's variables "
-                 "still apply)\n", e.what());
+    // What the plugin's failure handling does (ctx_remote.cpp handle_failure): open unless the policy says closed.
+    const bool closed = f.step.policy.on_error == policies::OnError::Closed;
+    std::fprintf(stderr, "paratune advise --paratune: %s\n%s\n", e.what(),
+                 closed ? "(the site policy says on_error = \"closed\": the job's step would fail)"
+                        : "(the job would run untouched; the site policy's variables still apply)");
     return kNothingFits;
   } catch (const std::exception& e) {  // bad SPEC, policy, topology, scenario file, plugstack argument
     std::fprintf(stderr, "paratune advise --paratune: %s\n", e.what());

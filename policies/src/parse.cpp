@@ -658,11 +658,14 @@ class Parser {
                                          auto s = get_string(e, ep, kFrameworks);
                                          if (!s) return std::nullopt;
                                          try {
-                                           return advisor::framework_from_string(*s);
+                                           const advisor::Framework f = advisor::framework_from_string(*s);
+                                           // An alias would mislead: "megatron-deepspeed" is DeepSpeed at any
+                                           // version here (framework_version says which).
+                                           if (*s == advisor::to_string(f)) return f;
                                          } catch (const std::invalid_argument&) {
-                                           error(e, ep, "got " + quote(*s), kFrameworks);
-                                           return std::nullopt;
                                          }
+                                         error(e, ep, "got " + quote(*s), kFrameworks);
+                                         return std::nullopt;
                                        }));
       } else {
         unknown(k, p, kLimitKeys);
@@ -765,8 +768,11 @@ class Parser {
             m = static_cast<unsigned>(std::stoul(str, nullptr, 8));
           else
             error(v, p, "got " + quote(str), valid);
-        } else if (const auto* i = v.as_integer()) {  // TOML octal literal 0o640
-          if (i->get() >= 0 && i->get() <= 0777) m = static_cast<unsigned>(i->get());
+        } else if (const auto* i = v.as_integer()) {  // TOML octal literal 0o640; a decimal 400 is not 0400
+          if ((i->flags() & toml::value_flags::format_as_octal) == toml::value_flags::none)
+            error(v, p, "got the decimal " + std::to_string(i->get()) + " (write 0o" + std::to_string(i->get()) +
+                            " or \"0" + std::to_string(i->get()) + "\" for octal)", valid);
+          else if (i->get() >= 0 && i->get() <= 0777) m = static_cast<unsigned>(i->get());
           else error(v, p, "got " + std::to_string(i->get()), valid);
         } else {
           wrong_type(v, p, "a string", valid);

@@ -107,6 +107,15 @@ expect 2 "^paratune summary: --job: 'x1': expected a Slurm job id" summary --job
 expect 2 "^paratune summary: --job is required" summary --log "$dir/x"
 expect 2 "^paratune portability: --platforms: 'gpu': expected partition/gpu/fabric" portability --platforms gpu
 expect 2 "^paratune portability: --scenario requires --policy" portability --scenario "$dir/s.toml"
+# A partition where the scenario cannot run at all (FP8 on A100s) counts 0 with the reason, instead of ending the
+# what-if (exit 2 without naming the partition); the other partition is still planned.
+printf '[partition.a100.facts]\ngpu = "a100-sxm4-80gb"\n[partition.h100.facts]\ngpu = "h100-sxm5-80gb"\n' > "$dir/two.toml"
+sed 's/^global_batch = 64/global_batch = 64\nprecision = "fp8"/; s/a100-sxm4-80gb/h100-sxm5-80gb/' "$dir/s.toml" > "$dir/fp8.toml"
+expect 0 "a100 .*cannot run there: training.precision: fp8 needs FP8 tensor cores" portability --scenario "$dir/fp8.toml" --policy "$dir/two.toml"
+# The dry run says what the plugin would do when nothing fits: fail the step under on_error = "closed".
+printf '[defaults]\non_error = "closed"\n[defaults.limits]\nframeworks = ["fsdp"]\nzero_stages = [1]\n' > "$dir/closed.toml"
+expect 3 "on_error = \"closed\": the job's step would fail" advise --paratune llama3-8b --topology builtin:nvidia-dgx2 --policy "$dir/closed.toml"
+expect 3 "the job would run untouched" advise --paratune llama3.1-405b --topology builtin:nvidia-dgx2
 # A file option names a regular file: a directory is refused (not read as an empty file, and not a calibration
 # silently ignored), a FIFO is refused at once instead of blocking the command, a missing file says so.
 mkfifo "$dir/fifo"

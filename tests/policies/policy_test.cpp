@@ -184,6 +184,8 @@ group = "adm"
   EXPECT_EQ(*p.log.tuning_log, "/var/log/site/tuning.jsonl");
   EXPECT_EQ(p.log.file_mode, 0600u);
   EXPECT_EQ(*p.log.group, "adm");
+  EXPECT_EQ(resolve(parse_policy("[defaults.log]\nmode = 0o640\n", "p.toml"), "").log.file_mode, 0640u)
+      << "a TOML octal literal is octal";
   const advisor::SearchLimits l = search_limits(p);
   EXPECT_EQ(l.max_tp, 8);
   EXPECT_EQ(l.max_pp, 16);
@@ -325,6 +327,14 @@ const BadCase kBadCases[] = {
     {"LogModeNotOctal", "[defaults.log]\nmode = \"rw-r-----\"\n",
      "p.toml:2:8: defaults.log.mode: got \"rw-r-----\"; valid: an octal permission string such as \"0640\" or "
      "\"0600\" (not writable by others)"},
+    // A decimal 400 was taken as the bits 0620 (group-writable: the log's group could forge records).
+    {"LogModeDecimal", "[defaults.log]\nmode = 400\n",
+     "p.toml:2:8: defaults.log.mode: got the decimal 400 (write 0o400 or \"0400\" for octal); valid: an octal "
+     "permission string such as \"0640\" or \"0600\" (not writable by others)"},
+    // An alias would plan another stack than the name says ("megatron-deepspeed" resolved to DeepSpeed 0.16).
+    {"FrameworkAlias", "[defaults.limits]\nframeworks = [\"megatron-deepspeed\"]\n",
+     "p.toml:2:15: defaults.limits.frameworks[0]: got \"megatron-deepspeed\"; valid: megatron, deepspeed, fsdp, "
+     "torchtitan, nemo, automodel"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, BadFile, ::testing::ValuesIn(kBadCases),
