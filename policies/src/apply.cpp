@@ -272,9 +272,19 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
     for (auto& n : c.nics) n.gbps = *f.nic_gbps;
   }
   if (f.nic_count && *f.nic_count != c.nic_count) {
-    ch.push_back({"compute NICs per node " + std::to_string(*f.nic_count) + " (probe: " +
-                      std::to_string(c.nic_count) + ")",
-                  p.where("facts.nic_count")});
+    std::string what = "compute NICs per node " + std::to_string(*f.nic_count) + " (probe: " +
+                       std::to_string(c.nic_count) + ")";
+    // The probe's list is what the bandwidth and NCCL_IB_HCA come from, so the fact must change it too: fewer NICs
+    // than probed keeps the first ones (GPU-affinity order; the rest are not compute NICs), more than probed drops
+    // the list (the node's names for the others are not known; the rate is then nic_count x nic_gbps).
+    if (!c.nics.empty() && size_t(*f.nic_count) < c.nics.size()) {
+      c.nics.resize(size_t(*f.nic_count));
+      what += ": only the first " + std::to_string(*f.nic_count) + " probed NICs are used";
+    } else if (!c.nics.empty() && size_t(*f.nic_count) > c.nics.size()) {
+      what += ": the probe's list of " + std::to_string(c.nics.size()) + " is not used (no device names stated)";
+      c.nics.clear();
+    }
+    ch.push_back({what, p.where("facts.nic_count")});
     c.nic_count = *f.nic_count;
   }
   if (f.nvlink_domain) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "paratune/advisor/framework_args.h"
+#include "paratune/advisor/model.h"
 #include "paratune/policies/policy.h"
 
 namespace paratune::policies {
@@ -215,6 +216,38 @@ TEST(Kernels, TheForcedCudaDeviceMaxConnectionsReachesTheSearch) {
   EXPECT_EQ(search_limits(resolve(f, "b")).cuda_device_max_connections, std::optional<std::string>(""));
   const PolicyFile d = parse_policy("[defaults.env]\ndefault = { CUDA_DEVICE_MAX_CONNECTIONS = \"8\" }\n", "p.toml");
   EXPECT_FALSE(search_limits(resolve(d, "a")).cuda_device_max_connections) << "a default is not imposed";
+}
+
+// facts.nic_count replaces the probe's NIC list too, which the bandwidth and NCCL_IB_HCA come from: fewer NICs than
+// probed keep the first ones (a 1-NIC fact used to change only the count, and the plan kept 8 NICs' bandwidth), more
+// drop the list (no names for the others). Control: without the fact the list is the probe's.
+TEST(Kernels, TheNicCountFactReplacesTheProbesList) {
+  advisor::Scenario probed = mixtral(4, "llama3-8b");
+  probed.cluster.fabric = advisor::Fabric::InfiniBand;
+  probed.cluster.fabric_known = true;
+  for (int i = 0; i < 8; ++i) {
+    advisor::NicFacts n;
+    n.name = "mlx5_" + std::to_string(i);
+    n.gbps = 400;
+    probed.cluster.nics.push_back(n);
+  }
+  advisor::Layout l;
+  l.dp = 32; l.zero_stage = 1;
+  l.micro_batch = 1;
+  probed.training.overlap_dp_comm = false;  // the gradient all-reduce exposed: the network shows in the step
+  const double eight = advisor::Evaluator(probed, advisor::Framework::Megatron).evaluate(l).step_s;
+  advisor::Scenario one = probed;
+  apply_to_scenario(resolve(parse_policy("[defaults.facts]\nnic_count = 1\n", "p.toml"), ""), one);
+  ASSERT_EQ(one.cluster.nics.size(), 1u);
+  EXPECT_EQ(one.cluster.nics[0].name, "mlx5_0");
+  EXPECT_GT(advisor::Evaluator(one, advisor::Framework::Megatron).evaluate(l).step_s, eight);
+  advisor::Scenario sixteen = probed;
+  apply_to_scenario(resolve(parse_policy("[defaults.facts]\nnic_count = 16\n", "p.toml"), ""), sixteen);
+  EXPECT_TRUE(sixteen.cluster.nics.empty());
+  EXPECT_EQ(sixteen.cluster.nic_count, 16);
+  advisor::Scenario same = probed;
+  apply_to_scenario(resolve(parse_policy("[defaults.facts]\nnic_count = 8\n", "p.toml"), ""), same);
+  EXPECT_EQ(same.cluster.nics.size(), 8u) << "control";
 }
 
 }  // namespace paratune::policies
