@@ -131,6 +131,33 @@ void require_known_gpu(const advisor::ClusterSpec& c) {
                               "peak_tflops and memory_gib)");
 }
 
+// A resumed run whose checkpoint needs what the site policy then removed (a ZeRO stage, a framework, a degree the
+// format cannot reshard) cannot load it: refused, so the job runs untouched, instead of a plan whose notes say the
+// checkpoint was kept.
+void require_checkpoint_kept(const advisor::Scenario& resumed, const advisor::Scenario& now, const std::string& origin,
+                             const std::vector<policies::PolicyChange>& changes) {
+  const advisor::ParallelSpec &a = resumed.parallel, &b = now.parallel;
+  std::string lost;
+  const auto degree = [&](const char* name, const std::optional<int>& before, const std::optional<int>& after) {
+    if (before && before != after) lost += std::string(lost.empty() ? "" : ", ") + name + "=" + std::to_string(*before);
+  };
+  if (resumed.training.framework != now.training.framework)
+    lost = std::string("framework ") + advisor::to_string(resumed.training.framework);
+  degree("zero", a.zero_stage, b.zero_stage);
+  degree("tp", a.tp, b.tp);
+  degree("pp", a.pp, b.pp);
+  degree("cp", a.cp, b.cp);
+  degree("dp", a.dp, b.dp);
+  degree("ep", a.ep, b.ep);
+  degree("etp", a.etp, b.etp);
+  if (lost.empty()) return;
+  std::string why;
+  for (const auto& c : changes) why += (why.empty() ? "" : "; ") + policies::describe(c);
+  throw std::invalid_argument("resume from " + origin + ": its checkpoint needs " + lost +
+                              ", which the site policy does not allow here (" + why +
+                              "): convert the checkpoint, or resume where the policy allows it");
+}
+
 // The scenario the plan is for: the SPEC's (or the whole scenario's) on the node and the allocation, a resumed
 // run's constraints, then the site policy's facts and caps, which have the last word; validated once, here.
 void settle_scenario(const DecisionInput& in, Decision& d) {
@@ -142,8 +169,10 @@ void settle_scenario(const DecisionInput& in, Decision& d) {
   }
   // A resumed run keeps its checkpoint's format and sharding family (the policy below still has the last word).
   if (!in.resume_text.empty()) apply_resume(d.scenario, in.resume_text, in.resume_origin, d.notes);
+  const advisor::Scenario resumed = d.scenario;
   // The site has the last word: its facts replace the probe's, its caps replace the user's constraints.
   d.policy_changes = policies::apply_to_scenario(in.policy, d.scenario);
+  if (!in.resume_text.empty()) require_checkpoint_kept(resumed, d.scenario, in.resume_origin, d.policy_changes);
   if (in.topology_known) {
     resolve_nvlink_assumption(in.topology, in.policy.facts.nvlink_domain.has_value(), d.scenario.cluster, d.notes);
     require_known_gpu(d.scenario.cluster);

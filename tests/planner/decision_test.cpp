@@ -253,3 +253,29 @@ TEST(DecisionWithProfile, AppliesOnlyOnTheNodeTypeItWasMeasuredOn) {
   for (const auto& n : other.notes) ignored |= n.find("hardware profile ignored") == 0;
   EXPECT_TRUE(ignored);
 }
+
+// A resumed run whose checkpoint needs what the site policy removes (its ZeRO stage here) cannot load it: refused
+// with both reasons, so the job runs untouched, instead of a ZeRO-2 plan whose note says the checkpoint was kept.
+// Control: the same resume where the policy allows the stage.
+TEST(DecisionWithPolicy, AResumeThePolicyWouldBreakIsRefused) {
+  auto first = input("llama3-8b,gbs=256,framework=deepspeed,zero=1");
+  const Decision d1 = decide(first);
+  ASSERT_EQ(d1.plan.layout.zero_stage, 1);
+  std::string plan_json;
+  for (const auto& [name, content] : decision_files(d1))
+    if (name == "plan.json") plan_json = content;
+  ASSERT_FALSE(plan_json.empty());
+  auto again = input("llama3-8b,gbs=256,framework=deepspeed");
+  again.resume_text = plan_json;
+  again.resume_origin = "run1/plan.json";
+  again.policy = policies::resolve(policies::parse_policy("[defaults.limits]\nzero_stages = [2, 3]\n", "p.toml"), "");
+  try {
+    decide(again);
+    ADD_FAILURE() << "a resume the policy breaks was planned";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("resume from run1/plan.json: its checkpoint needs zero=1"), std::string::npos)
+        << e.what();
+  }
+  again.policy = policies::resolve(policies::parse_policy("[defaults.limits]\nzero_stages = [1, 2]\n", "p.toml"), "");
+  EXPECT_EQ(decide(again).plan.layout.zero_stage, 1) << "control";
+}
