@@ -76,12 +76,17 @@ long long plan_seq_len() {
   }
 }
 
-// Write all of `data` to fd (our stdout/stderr); false once the reader is gone.
+// Write all of `data` to fd (our stdout/stderr); false once the reader is gone. A descriptor we inherited in
+// non-blocking mode (EAGAIN) waits for room instead of losing the rest of the output.
 bool write_all(int fd, const char* data, size_t n) {
   while (n > 0) {
     const ssize_t w = ::write(fd, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        pollfd p{fd, POLLOUT, 0};
+        if (::poll(&p, 1, -1) >= 0 || errno == EINTR) continue;
+      }
       return false;
     }
     data += w;
@@ -97,11 +102,16 @@ class ReportWriter {
   void append(const std::string& line) {
     if (path_.empty() || failed_) return;
     if (!fd_) {
-      fd_ = UniqueFd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644));
+      // O_NONBLOCK: a FIFO planted at the path (no reader) must not hold the open, and with it the child's output
+      // and the signals we forward; a regular file ignores the flag.
+      fd_ = UniqueFd(::open(path_.c_str(),
+                            O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644));
+      const int open_errno = errno;
       struct stat st {};
       if (!fd_ || ::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        const bool fifo = !fd_ && open_errno == ENXIO;  // a FIFO without a reader
         std::fprintf(stderr, "paratune run: cannot append to %s: %s (throughput not recorded)\n", path_.c_str(),
-                     fd_ ? "not a regular file" : std::strerror(errno));
+                     fd_ || fifo ? "not a regular file" : std::strerror(open_errno));
         failed_ = true;
         fd_ = UniqueFd();
         return;

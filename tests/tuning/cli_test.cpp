@@ -1,5 +1,6 @@
 // The `paratune run`, `log` and `calibrate` commands, run as the built binary (PARATUNE_CLI).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -234,6 +235,20 @@ TEST_F(Cli, LogTableJsonSvgAndSuspects) {
 
   EXPECT_EQ(sh(cli() + " log --log " + (dir_ / "missing").string(), dir_).status, 1);
   EXPECT_EQ(sh(cli() + " log --since yesterday --log " + log.string(), dir_).status, 2);
+}
+
+// A FIFO planted at the report path (no reader) used to hold `paratune run` in open(): the child's output was not
+// drained and Slurm's SIGTERM not forwarded. Now it is refused at once as not a regular file and the child runs on.
+TEST_F(Cli, RunRefusesAFifoReportWithoutBlocking) {
+  const fs::path fifo = dir_ / "report.jsonl";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Result r = sh("timeout 20 " + cli() + " run --report " + fifo.string() +
+                          " -- sh -c \"printf ' [x] iteration 100/1000 | elapsed time per iteration (ms): 9000.0 |\\n'; "
+                          "exit 3\"",
+                      dir_);
+  EXPECT_EQ(r.status, 3) << "the child's own status, not timeout's 124\n" << r.err;
+  EXPECT_NE(r.err.find("cannot append to " + fifo.string() + ": not a regular file"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("elapsed time per iteration"), std::string::npos) << "the child's output passed through";
 }
 
 TEST_F(Cli, CalibrateWritesAFileTheAdvisorReads) {
