@@ -37,8 +37,15 @@ TEST(Stats, WarmupDetectsTheSettledRegime) {
   EXPECT_EQ(warmup_count({1.0, 1.01, 0.99, 1.0, 1.02, 0.98}), 0u);
   // never settles: at most half is dropped
   EXPECT_EQ(warmup_count({1, 2, 3, 4, 5, 6, 7, 8}), 4u);
-  // too short to tell
-  EXPECT_EQ(warmup_count({10, 1, 1}), 0u);
+  // too short to find the settling point: a first step slower than the others' median (by the tolerance) goes,
+  // one that is not stays (a smoke run's step 1 and step 10 gave their mean before)
+  EXPECT_EQ(warmup_count({10, 1, 1}), 1u);
+  EXPECT_EQ(warmup_count({45, 5}), 1u);
+  EXPECT_EQ(warmup_count({1.0, 1.1, 0.95}), 0u);
+  EXPECT_EQ(warmup_count({10}), 0u);
+  // one slow outlier in the second half of four steps is not the settled reference (the lower median is)
+  EXPECT_EQ(warmup_count({5, 5, 5, 50}), 0u);
+  EXPECT_EQ(warmup_count({45, 5, 5, 5}), 1u);
   // a fixed minimum
   WarmupRule r;
   r.min_skip = 2;
@@ -214,4 +221,33 @@ TEST(Report, UncalibratedPredictionsAreJudgedAgainstAWidenedThreshold) {
   EXPECT_EQ(explicit_rule["suspect"]["basis"], "calibrated");
   rule.threshold = 0;  // the policy's "never flag" stays never
   EXPECT_FALSE(rule.suspect(0.01));
+}
+
+// A multi-node job's `paratune run` on every node reports each step once per node (torchtitan logs on every rank):
+// one sample a step, its slowest copy, so four nodes do not make 5 steps count as 20.
+TEST(Report, EachStepCountsOnceWhateverTheNodesThatReportedIt) {
+  std::string c;
+  for (int node = 0; node < 4; ++node)
+    for (int step = 10; step <= 50; step += 10) c += line(step, 2.0 + 0.01 * node);
+  const ReportSummary r = summarize_report(c);
+  ASSERT_TRUE(r.valid);
+  EXPECT_EQ(r.samples, 20u);
+  EXPECT_EQ(r.duplicate_steps, 15u);
+  EXPECT_EQ(r.step_time.n + r.warmup_excluded, 5u);
+  EXPECT_NEAR(r.step_time.median, 2.03, 1e-9) << "the slowest copy of each step";
+}
+
+// Nodes are not blamed on a handful of steps: a ratio far below the threshold flags the job's nodes with four timed
+// steps, not with two (a smoke run).
+TEST(Report, AFewStepsDoNotMakeTheNodesSuspect) {
+  const auto record = [](int steps) {
+    std::string c;
+    for (int i = 1; i <= steps; ++i) c += line(i * 10, 10.0);
+    nlohmann::json r = {{"predicted", {{"step_time_s", 1.0}}}};
+    add_achieved(r, summarize_report(c), 0.8, {"gpu1"});
+    return r;
+  };
+  EXPECT_FALSE(record(2).contains("suspect")) << record(2).dump();
+  EXPECT_TRUE(record(2).contains("ratio"));
+  EXPECT_TRUE(record(6).contains("suspect")) << "control";
 }

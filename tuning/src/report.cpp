@@ -157,10 +157,23 @@ ReportSummary summarize_report(std::string_view content, bool truncated, const W
                                      : "no step reported";
     return out;
   }
-  // Steps in step order when every sample names its step (several writers, or a restart, may interleave).
+  // Steps in step order when every sample names its step (several writers, or a restart, may interleave), one
+  // sample a step: a multi-node job's `paratune run` on every node reports each step once per node (torchtitan logs
+  // on every rank); the slowest copy is the step's time, as the slowest rank sets it.
   auto& v = p.samples;
-  if (std::all_of(v.begin(), v.end(), [](const ReportSample& s) { return s.step.has_value(); }))
+  if (std::all_of(v.begin(), v.end(), [](const ReportSample& s) { return s.step.has_value(); })) {
     std::stable_sort(v.begin(), v.end(), [](const ReportSample& a, const ReportSample& b) { return *a.step < *b.step; });
+    std::vector<ReportSample> one;
+    for (const auto& s : v) {
+      if (!one.empty() && *one.back().step == *s.step) {
+        if (s.step_time_s > one.back().step_time_s) one.back() = s;
+        continue;
+      }
+      one.push_back(s);
+    }
+    out.duplicate_steps = v.size() - one.size();
+    v = std::move(one);
+  }
   std::vector<double> times;
   times.reserve(v.size());
   for (const auto& s : v) times.push_back(s.step_time_s);
@@ -255,7 +268,8 @@ void add_achieved(json& record, const std::optional<ReportSummary>& s, const Sus
   const auto ratio = achieved_ratio(predicted, *s);
   if (!ratio) return;
   record["ratio"] = *ratio;
-  if (rule.suspect(*ratio))
+  // A node is not blamed on a handful of steps (a smoke run's two logged steps, a job killed early).
+  if (rule.suspect(*ratio) && s->step_time.n >= kMinStepsToJudge)
     record["suspect"] = {{"threshold", rule.effective_threshold()}, {"policy_threshold", rule.threshold},
                          {"basis", rule.basis()}, {"nodes", nodes}};
 }

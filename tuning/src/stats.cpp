@@ -28,11 +28,20 @@ RobustStats robust_stats(std::vector<double> values) {
 
 size_t warmup_count(const std::vector<double>& t, const WarmupRule& rule) {
   const size_t n = t.size();
-  if (n < std::max<size_t>(rule.min_steps, 1)) return 0;
+  // Too few to find where the run settles: the first logged step may still hold the start-up (torchtitan logs step
+  // 1, Megatron's first interval averages its first iterations); it goes when it is slower than the others' median
+  // by more than the tolerance.
+  if (n < std::max<size_t>(rule.min_steps, 1)) {
+    if (n < 2) return 0;
+    std::vector<double> rest(t.begin() + 1, t.end());
+    std::sort(rest.begin(), rest.end());
+    return t[0] > quantile_sorted(rest, 0.5) * (1 + std::max(0.0, rule.tolerance)) ? 1 : 0;
+  }
   const size_t cap = n / 2;
   std::vector<double> tail(t.begin() + long(n / 2), t.end());
   std::sort(tail.begin(), tail.end());
-  const double ref = quantile_sorted(tail, 0.5);
+  // The lower median of the second half: with two values, one slow outlier there is not the reference.
+  const double ref = tail[(tail.size() - 1) / 2];
   const double tol = std::max(0.0, rule.tolerance) * ref;
   const size_t w = std::max<size_t>(1, rule.window);
   auto settled_at = [&](size_t i) {

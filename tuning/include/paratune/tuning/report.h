@@ -53,12 +53,16 @@ struct ParsedReport {
 
 ParsedReport parse_report(std::string_view content, const ReportLimits& limits = {});
 
+// Fewer timed steps than this say too little to flag a job's nodes as suspect (the ratio is still recorded).
+inline constexpr size_t kMinStepsToJudge = 4;
+
 struct ReportSummary {
   bool valid = false;
   std::string invalid_reason;       // when !valid: "empty", "no valid line (line 1: ...)", ...
   RobustStats step_time;            // of the settled steps (seconds)
   size_t samples = 0;               // valid samples in the file
   size_t warmup_excluded = 0;
+  size_t duplicate_steps = 0;       // samples of a step already reported (one per node of a multi-node job): dropped
   size_t bad_lines = 0;
   bool truncated = false;           // the reader stopped at its size bound
   std::optional<double> tokens_per_step;  // median of `tokens` over the settled steps, when given
