@@ -164,3 +164,33 @@ TEST(LineAssembler, SplitsOnNewlinesAndCarriageReturnsAcrossChunks) {
   EXPECT_EQ(got, (std::vector<std::string>{"abc", "de", "f", "ok", "tail"}));
   EXPECT_EQ(a.dropped(), 1u);
 }
+
+// What the frameworks print beyond the common forms, each from its pinned source:
+//  - Megatron's training_log prints the batch it ran ("global batch size: %5d", training.py at core_v0.15.3): the
+//    report counts those tokens, not the plan's (a user's own --global-batch-size after the plan's arguments wins);
+//  - DeepSpeed's pipeline engine prints its own step and step time ("steps: N loss: L iter time (s): T
+//    samples/sec: S", runtime/pipe/engine.py at v0.16.9): taken without a global batch;
+//  - torchtitan prints TFLOP/s with thousands separators ("{tflops:,.2f}", metrics.py): 1,125.40 is not 1.
+TEST(Recognizers, WhatEachFrameworkPrintsOfItsOwnRun) {
+  const auto mg = recognise_line(" [2025-01-01 00:00:00] iteration      100/    1000 | consumed samples:        25600 | "
+                                 "elapsed time per iteration (ms): 9000.0 | global batch size:   256 |");
+  ASSERT_TRUE(mg);
+  ASSERT_TRUE(mg->global_batch);
+  EXPECT_EQ(*mg->global_batch, 256);
+  StepContext planned;
+  planned.global_batch = 128;
+  planned.seq_len = 8192;
+  EXPECT_DOUBLE_EQ((*report_line(*mg, planned))["tokens"].get<double>(), 256.0 * 8192);
+  const auto pipe = recognise_line("steps: 100 loss: 2.3041 iter time (s): 4.210 samples/sec: 30.404");
+  ASSERT_TRUE(pipe);
+  EXPECT_EQ(pipe->step, 100);
+  ASSERT_TRUE(pipe->step_time_s);
+  EXPECT_DOUBLE_EQ(*pipe->step_time_s, 4.21);
+  EXPECT_TRUE(report_line(*pipe, StepContext{})) << "no global batch needed";
+  const auto tt = recognise_line("[rank0]:[titan] 2025-01-01 00:00:00,000 - root - INFO - step: 10  loss:  8.1  "
+                                 "memory: 9.46GiB(64.99%)  tps: 12,345  tflops: 1,125.40  mfu: 50.02%");
+  ASSERT_TRUE(tt);
+  ASSERT_TRUE(tt->tflops_per_gpu);
+  EXPECT_DOUBLE_EQ(*tt->tflops_per_gpu, 1125.4);
+  EXPECT_DOUBLE_EQ(*tt->tokens_per_s_per_gpu, 12345);
+}

@@ -76,6 +76,9 @@ std::optional<Figures> megatron(const std::string& s) {
   f.source = (f.samples_per_s || has(s, "TFLOPs:")) ? LogSource::DeepSpeed : LogSource::Megatron;
   const size_t it = s.find("iteration");
   if (it != std::string::npos) f.step = step_after(s, "iteration");
+  // training.py's training_log prints the batch it ran (core_v0.15.3: "global batch size: %5d"), which the user's
+  // own --global-batch-size after the plan's arguments may have changed.
+  if (auto v = number_after(s, "global batch size:"); v && *v >= 1 && *v < 1e12) f.global_batch = (long long)*v;
   if (!f.step_time_s && !f.tflops_per_gpu && !f.samples_per_s) return std::nullopt;
   return f;
 }
@@ -88,8 +91,13 @@ std::optional<Figures> deepspeed_engine(const std::string& s) {
   else if (auto x = number_after(s, "samples/sec"); positive(x)) f.samples_per_s = x;
   if (!f.samples_per_s) return std::nullopt;
   if (auto v = number_after(s, "TFLOPs"); positive(v)) f.tflops_per_gpu = v;
+  // The pipeline engine's line (runtime/pipe/engine.py, v0.16.9): "steps: N loss: L iter time (s): T samples/sec:
+  // S": its own step time and step number.
+  if (auto v = number_after(s, "iter time (s):"); positive(v)) f.step_time_s = v;
   if (has(s, "global_step")) {
     f.step = step_after(s, "global_step");
+  } else if (has(s, "steps:") && has(s, "iter time (s):")) {
+    f.step = step_after(s, "steps:");
   } else if (const size_t k = s.find(", SamplesPerSec"); k != std::string::npos) {
     // "[timer.py:189:stop] 0/40, SamplesPerSec=..." : epoch/step
     size_t b = k;
@@ -105,7 +113,8 @@ std::optional<Figures> torchtitan(const std::string& s) {
   f.source = LogSource::Torchtitan;
   f.step = step_after(s, "step:");
   if (auto v = number_after(s, "tps:", true); positive(v)) f.tokens_per_s_per_gpu = v;
-  if (auto v = number_after(s, "tflops:"); positive(v)) f.tflops_per_gpu = v;
+  // metrics.py prints "{tflops:,.2f}": 1,125.40 on a B200.
+  if (auto v = number_after(s, "tflops:", true); positive(v)) f.tflops_per_gpu = v;
   if (auto v = number_after(s, "mfu:"); v && *v >= 0) f.mfu = *v / 100.0;
   if (!f.tokens_per_s_per_gpu) return std::nullopt;
   return f;
@@ -280,7 +289,8 @@ std::optional<nlohmann::json> report_line(const Figures& f, const StepContext& c
   nlohmann::json j;
   if (f.step) j["step"] = *f.step;
   j["step_time_s"] = *t;
-  if (c.global_batch > 0 && c.seq_len > 0) j["tokens"] = double(c.global_batch) * double(c.seq_len);
+  const long long batch = f.global_batch ? *f.global_batch : c.global_batch;  // what ran, else the plan's
+  if (batch > 0 && c.seq_len > 0) j["tokens"] = double(batch) * double(c.seq_len);
   j["source"] = to_string(f.source);
   if (f.tflops_per_gpu) j["tflops_per_gpu"] = *f.tflops_per_gpu;
   if (f.mfu) j["mfu"] = *f.mfu;

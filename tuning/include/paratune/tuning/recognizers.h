@@ -29,6 +29,8 @@ struct Figures {
   std::optional<double> tokens_per_s_per_gpu;  // torchtitan "tps"
   std::optional<double> mfu;                   // fraction (torchtitan prints percent)
   std::optional<double> steps_per_s;           // HF Trainer
+  std::optional<long long> global_batch;       // sequences per step as the framework printed them (Megatron's
+                                               // "global batch size:"): what it ran, which may not be the plan's
   bool run_summary = false;                    // a whole-run average (HF Trainer's final metrics)
 };
 
