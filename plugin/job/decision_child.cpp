@@ -33,10 +33,15 @@ using nlohmann::json;
 namespace {
 
 // The plan files into the directory `fd` (the user's), with exactly `dir_mode` and `file_mode`.
+// A report left in the directory by an earlier decision for this job (a requeued job reuses paratune-<job>) is
+// moved aside to report.prev.jsonl: the new plan's report must not summarise the earlier attempt's steps, or keep
+// its out-of-memory record (the first one in a report wins).
 void write_plan_files(int fd, const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files,
                       mode_t dir_mode, mode_t file_mode) {
   if (::fchmod(fd, dir_mode) != 0) throw std::system_error(errno, std::generic_category(), "chmod " + dir);
   for (const auto& [name, content] : files) write_file_atomic(fd, name, content, file_mode, /*exact_mode=*/true);
+  if (::renameat(fd, "report.jsonl", fd, "report.prev.jsonl") != 0 && errno != ENOENT)
+    throw std::system_error(errno, std::generic_category(), "move the earlier report aside in " + dir);
 }
 
 // A fresh directory <base>/paratune-<job>-XXXXXX (mkdtemp: a name nobody had, made 0700 by the kernel).

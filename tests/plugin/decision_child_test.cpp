@@ -246,6 +246,30 @@ TEST(DecisionChild, APlanNameTakenByAnotherUserGivesAFreshDirectoryNotAFailure) 
   EXPECT_EQ(::access((taken + "/plan.json").c_str(), F_OK), -1);  // nothing written into the attacker's directory
 }
 
+// A requeued job reuses paratune-<job>: the earlier attempt's report is moved aside, so the new plan's report holds
+// only the new attempt's steps (its summary mixed both, and kept the first attempt's OOM).
+TEST(DecisionChild, ARequeuedJobStartsANewReport) {
+  TempDir t;
+  const auto base = writable_dir(t);
+  const auto first = decide_in_child(request("gpt3-1.3b,gbs=64", base));
+  const std::string report = first.dir + "/report.jsonl";
+  {
+    std::ofstream f(report);
+    f << "{\"step\": 1, \"step_time_s\": 9.0}\n";
+  }
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(report.c_str(), kNobody, kNogroup), 0);  // the job's user wrote it
+  }
+  const auto again = decide_in_child(request("gpt3-1.3b,gbs=64", base));
+  ASSERT_EQ(again.dir, first.dir);
+  struct stat st {};
+  EXPECT_NE(::stat(report.c_str(), &st), 0) << "the earlier report is not the new plan's";
+  std::ifstream prev(first.dir + "/report.prev.jsonl");
+  std::string line;
+  EXPECT_TRUE(std::getline(prev, line));
+  EXPECT_EQ(line, "{\"step\": 1, \"step_time_s\": 9.0}");
+}
+
 // torchrun's rendezvous host is the first node of Slurm's node list; without the list, the batch step's own node
 // (Slurm runs the batch script on the allocation's first node); any other step without it knows none.
 TEST(DecideRequest, TheRendezvousHostIsTheFirstNodeOrTheBatchHost) {
