@@ -112,7 +112,7 @@ int write_svg(const LogArgs& a, const PlotSample& plots) {
 int run(const LogArgs& a) {
   LogFilter filter = a.filter;
   if (!a.since.empty()) filter.since = parse_date(a.since);  // checked by the option's validator
-  if (!a.until.empty()) filter.until = parse_date(a.until);
+  if (!a.until.empty()) filter.until = parse_date_end(a.until);  // a date alone: through its last second
   StoreChoice store = a.store;
   store.mode = a.source == "stream" ? StoreChoice::Mode::kStream
                : a.source == "index" ? StoreChoice::Mode::kIndex

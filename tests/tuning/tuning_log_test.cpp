@@ -79,6 +79,11 @@ TEST(TuningLog, ParsesDates) {
   EXPECT_EQ(parse_date("2025-01-01 00:00:30"), 1735689600LL + 30);
   EXPECT_EQ(parse_date("@1735689600"), 1735689600LL);
   EXPECT_THROW(parse_date("yesterday"), std::invalid_argument);
+  // --until is inclusive: a date alone ends at its last second (--since D --until D selects day D); an instant is
+  // itself.
+  EXPECT_EQ(parse_date_end("2025-01-01"), 1735689600LL + 86399);
+  EXPECT_EQ(parse_date_end("2025-01-01T01:00"), 1735689600LL + 3600);
+  EXPECT_EQ(parse_date_end("@1735689600"), 1735689600LL);
   EXPECT_THROW(parse_date("2025-13-01"), std::invalid_argument);
   // A day the month does not have is refused, not rolled over into the next month; leap days are kept.
   EXPECT_THROW(parse_date("2025-02-30"), std::invalid_argument);

@@ -237,6 +237,12 @@ long long parse_date(std::string_view t) {
   return *v;
 }
 
+long long parse_date_end(std::string_view t) {
+  const long long at = parse_date(t);
+  const bool date_only = t.size() == 10 && t[4] == '-' && t[7] == '-';
+  return date_only ? at + 86399 : at;
+}
+
 std::string format_date(long long t) {
   const std::time_t tt = static_cast<std::time_t>(t);
   std::tm tm{};

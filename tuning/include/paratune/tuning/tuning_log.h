@@ -114,6 +114,9 @@ std::vector<std::string> expand_hostlist(std::string_view list);
 // "2025-03-01T14:30:05+02:00") or unix seconds ("@1740787200" or digits).
 // Throws std::invalid_argument naming the accepted forms.
 long long parse_date(std::string_view text);
+// The end of what `t` names, for an inclusive upper bound: a date alone (YYYY-MM-DD) is its last second (23:59:59
+// UTC), so that --since D --until D selects that day; any other form is parse_date's instant.
+long long parse_date_end(std::string_view t);
 std::string format_date(long long unix_seconds);  // "2025-03-01 12:30" UTC
 
 // Which entries a command reads; every field empty/unset: all. Applied to what the first pass of the streaming
