@@ -271,3 +271,33 @@ TEST(Issue13, VersionChosenByScenarioOrDefault) {
     EXPECT_NE(std::string(e.what()).find("core_v0.15 (default)"), std::string::npos) << e.what();
   }
 }
+
+// The gradients' reduction dtype the plan is priced with is the one its arguments ask for: FSDP's mixed-precision
+// reduce_dtype (fp32 by default, the 16-bit dtype with grad_reduce_fp32 = no) and DeepSpeed's
+// communication_data_type (the model's dtype by default, "fp32" with grad_reduce_fp32 = yes; runtime/config.py
+// get_communication_data_type accepts fp16, bf16, fp32). Either used to be priced one way and written the other.
+TEST(Issue13, TheGradientReductionDtypeIsPricedAsWritten) {
+  Scenario fsdp = base("llama3-8b", "h100-sxm5-80gb", 4, 256, Framework::Fsdp);
+  fsdp.training.overlap_dp_comm = false;  // the gradients' traffic exposed: its bytes show in the step
+  Plan pf = with_layout(fsdp, 1, 1, 3);
+  pf.layout.recompute = Recompute::Full;
+  const auto reduce = [&](const Scenario& s) {
+    return nlohmann::json::parse(framework_args(s, pf).files[0].content)["fully_shard"]["mp_policy"]["reduce_dtype"];
+  };
+  EXPECT_EQ(reduce(fsdp), "float32");
+  const double fp32_comm = predict(fsdp, pf.layout).step_time_s;
+  fsdp.training.grad_reduce_fp32 = false;
+  EXPECT_EQ(reduce(fsdp), "bfloat16");
+  EXPECT_LT(predict(fsdp, pf.layout).step_time_s, fp32_comm) << "priced at 2 bytes, as written";
+
+  Scenario ds = base("llama3-8b", "h100-sxm5-80gb", 4, 256, Framework::DeepSpeed);
+  ds.training.overlap_dp_comm = false;
+  Plan pd = with_layout(ds, 1, 1, 1);
+  pd.layout.recompute = Recompute::Full;
+  const auto comm = [&](const Scenario& s) { return nlohmann::json::parse(framework_args(s, pd).files[0].content); };
+  EXPECT_FALSE(comm(ds).contains("communication_data_type")) << "DeepSpeed's default: the model's dtype";
+  const double bf16_comm = predict(ds, pd.layout).step_time_s;
+  ds.training.grad_reduce_fp32 = true;
+  EXPECT_EQ(comm(ds)["communication_data_type"], "fp32");
+  EXPECT_GT(predict(ds, pd.layout).step_time_s, bf16_comm);
+}

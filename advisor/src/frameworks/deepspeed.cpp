@@ -5,6 +5,7 @@
 
 #include "adapters.h"
 #include "paratune/advisor/framework_kernels.h"
+#include "paratune/advisor/framework_traits.h"
 
 namespace paratune::advisor::frameworks {
 
@@ -28,6 +29,8 @@ std::string config_json(const PlanView& v) {
     o << ",\n    \"stage3_prefetch_bucket_size\": 50000000,\n    \"stage3_param_persistence_threshold\": 100000,\n"
       << "    \"stage3_max_live_parameters\": 1000000000";
   o << "\n  },\n";
+  // Gradients reduce in the model's dtype unless the plan was priced with fp32 (grad_reduce_fp32).
+  if (grad_reduce_fp32(v.s, Framework::DeepSpeed)) o << "  \"communication_data_type\": \"fp32\",\n";
   o << "  \"gradient_clipping\": 1.0,\n  \"steps_per_print\": 100,\n  \"wall_clock_breakdown\": false\n}\n";
   return o.str();
 }

@@ -4,12 +4,18 @@
 #include <sstream>
 
 #include "adapters.h"
+#include "paratune/advisor/framework_traits.h"
 
 namespace paratune::advisor::frameworks {
 
 namespace {
 
 const char* dtype(Precision p) { return p == Precision::Fp16 ? "float16" : "bfloat16"; }
+
+// The gradients' reduction dtype the plan was priced with (grad_reduce_fp32: fp32 unless the scenario says not).
+const char* reduce_dtype(const PlanView& v) {
+  return grad_reduce_fp32(v.s, v.plan.framework) ? "float32" : dtype(v.s.training.precision);
+}
 
 std::string training_section(const PlanView& v) {
   std::ostringstream o;
@@ -31,7 +37,8 @@ std::string fsdp1(const PlanView& v) {
     << "  \"FullyShardedDataParallel\": {\"sharding_strategy\": \"" << strategy << "\", \"backward_prefetch\": "
     << (overlap ? "\"BACKWARD_PRE\"" : "null") << ", \"forward_prefetch\": " << (overlap ? "true" : "false")
     << ", \"limit_all_gathers\": true, \"mixed_precision\": {\"param_dtype\": \"" << dtype(v.s.training.precision)
-    << "\", \"reduce_dtype\": \"float32\", \"buffer_dtype\": \"" << dtype(v.s.training.precision) << "\"}},\n"
+    << "\", \"reduce_dtype\": \"" << reduce_dtype(v) << "\", \"buffer_dtype\": \"" << dtype(v.s.training.precision)
+    << "\"}},\n"
     << training_section(v) << "}\n";
   return o.str();
 }
@@ -45,7 +52,7 @@ std::string fsdp2(const PlanView& v) {
     << "], \"mesh_dim_names\": [\"replicate\", \"shard\"]},\n"
     << "  \"fully_shard\": {\"reshard_after_forward\": " << (l.zero_stage >= 3 ? "true" : "false")
     << ", \"mp_policy\": {\"param_dtype\": \"" << dtype(v.s.training.precision)
-    << "\", \"reduce_dtype\": \"float32\"}},\n"
+    << "\", \"reduce_dtype\": \"" << reduce_dtype(v) << "\"}},\n"
     << training_section(v) << "}\n";
   return o.str();
 }

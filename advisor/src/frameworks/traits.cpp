@@ -120,4 +120,9 @@ bool runs_shard_scope(Framework f, int zero_stage) {
   return zero_stage >= 2 ? traits(f).hybrid_shard : zero_stage == 1 && traits(f).zero1_scope;
 }
 
+bool grad_reduce_fp32(const Scenario& s, Framework f) {
+  const bool pytorch_native = f == Framework::Fsdp || f == Framework::Torchtitan || f == Framework::Automodel;
+  return s.training.grad_reduce_fp32.value_or(pytorch_native);
+}
+
 }  // namespace paratune::advisor

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "paratune/advisor/framework_kernels.h"
+#include "paratune/advisor/framework_traits.h"
 #include "paratune/advisor/loss_fusion.h"
 #include "paratune/advisor/model.h"
 #include "paratune/advisor/profile.h"
@@ -63,7 +64,7 @@ StackProfile stack_profile(const Scenario& s, Framework f, const GpuSpec& g, con
   const bool compiled = s.training.compile.value_or(false) && st.pytorch_native;
   st.elt_scale = p.elt_scale * (eager ? p.eager_elt_factor : 1.0) * (compiled ? p.compile_elt_scale : 1.0);
   st.overlap_dp = s.training.overlap_dp_comm.value_or(true);
-  st.grad_fp32 = s.training.grad_reduce_fp32.value_or(st.pytorch_native);
+  st.grad_fp32 = grad_reduce_fp32(s, f);
   st.fp8_params = s.training.precision == Precision::Fp8 && st.megatron_core &&
                   s.training.fp8_param_gather.value_or(false);
   st.overlap_param_gather = overlap_param_gather(s.training, f);

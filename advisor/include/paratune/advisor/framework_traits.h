@@ -38,5 +38,10 @@ bool runs_schedule(Framework f, PipelineSchedule p);
 // A sharding scope (Layout::shard_group) smaller than the data-parallel ranks at this ZeRO stage: hybrid sharding
 // for ZeRO >= 2, distributed-optimizer instances for ZeRO-1.
 bool runs_shard_scope(Framework f, int zero_stage);
+// Whether gradients are reduced in fp32 (else in the 16-bit parameter dtype): the scenario's grad_reduce_fp32, by
+// default the framework's (PyTorch-native stacks' mixed-precision policies reduce in fp32; Megatron, NeMo and
+// DeepSpeed in the model's dtype). One decision for the price and the arguments (FSDP's reduce_dtype, DeepSpeed's
+// communication_data_type).
+bool grad_reduce_fp32(const Scenario& s, Framework f);
 
 }  // namespace paratune::advisor
