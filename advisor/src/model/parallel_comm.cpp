@@ -57,9 +57,10 @@ double shard_comm_layer(const Resolved& R, const ModelParams& p, const Layout& l
   const double layer_param = R.moe.on ? moe_layer_params_per_gpu(R, l) : R.m.P_layer / l.tp;  // experts: / (ep etp)
   // How many collectives a layer's parameters take: FSDP and Megatron-FSDP gather one wrapped block at once;
   // DeepSpeed ZeRO-3 gathers in prefetch buckets of stage3_prefetch_bucket_size = 5e7 elements and reduces in
-  // reduce_bucket_size = 5e8 (DeepSpeed's config defaults), each collective paying the ring's latency.
+  // reduce_bucket_size = 2e8, the sizes deepspeed.json states (frameworks/deepspeed.cpp), each collective paying the
+  // ring's latency.
   const bool ds = R.stack.framework == Framework::DeepSpeed;
-  const double n_ag = ds ? std::ceil(layer_param / 5e7) : 1, n_rs = ds ? std::ceil(layer_param / 5e8) : 1;
+  const double n_ag = ds ? std::ceil(layer_param / 5e7) : 1, n_rs = ds ? std::ceil(layer_param / 2e8) : 1;
   const double ag =
       per_mb_ag ? n_ag * collective_s(R, p, Coll::AllGather, layer_param * R.stack.gather_bytes() / n_ag, nsh, l.tp) : 0;
   const double rs =
