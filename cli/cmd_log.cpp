@@ -174,7 +174,7 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
   app.add_option("--threshold", a->threshold,
                  "the suspect threshold on the ratio (default 0.7; widened for uncalibrated jobs)")
       ->type_name("R")
-      ->check(options::number_in(0, 10, true, false, "a ratio in (0, 10]"));
+      ->check(options::number_in(0, 10, false, false, "a ratio in [0, 10] (0: judge no ratio, as suspect_ratio = 0)"));
   app.add_flag("--json", a->as_json, "the rows as a JSON array instead of the table");
   auto* svg = app.add_option("--svg", a->svg_path,
                              "also write plots: predicted vs achieved (with y = x), ratio over time per partition,\n"

@@ -88,7 +88,7 @@ Action setup(CLI::App& app, const std::vector<std::string>&) {
       ->type_name("FILE");
   app.add_option("--threshold", a->threshold, "the site's suspect_ratio (default 0.7)")
       ->type_name("R")
-      ->check(options::number_in(0, 10, true, false, "a ratio in (0, 10]"));
+      ->check(options::number_in(0, 10, false, false, "a ratio in [0, 10] (0: judge no ratio, as suspect_ratio = 0)"));
   app.add_option("--scan-limit", a->scan_limit_mib,
                  "without an index marker, read at most the last N MiB of the logs (default 64; 0: all)")
       ->type_name("N")

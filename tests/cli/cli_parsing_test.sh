@@ -93,7 +93,7 @@ expect 2 "^paratune predict: unexpected argument 'extra'" predict -s "$dir/s.tom
 expect 2 "^paratune policy: unknown sub-command 'lint'; valid: check" policy lint x
 expect 2 "^paratune policy check: FILE is required" policy check
 expect 2 "^paratune log: --since: 'yesterday': expected YYYY-MM-DD" log --since yesterday
-expect 2 "^paratune log: --threshold: expected a ratio in \(0, 10\], got '0'" log --threshold 0
+expect 2 "^paratune log: --threshold: expected a ratio in \[0, 10\] \(0: judge no ratio, as suspect_ratio = 0\), got '-1'" log --threshold -1
 expect 2 "^paratune calibrate: --output is required" calibrate --log "$dir/x"
 expect 2 "^paratune calibrate: --holdout: expected a fraction between 0 and 1, got '1.5'" calibrate --log x -o y --holdout 1.5
 expect 2 "^paratune calibrate: --min-samples: expected an integer 0..1000000000, got '-1'" calibrate --log x -o y --min-samples -1

@@ -226,6 +226,8 @@ TEST_F(Cli, LogTableJsonSvgAndSuspects) {
   EXPECT_EQ(count(doc, "<circle class=\"job"), 40u);
   EXPECT_NE(doc.find("Step-time breakdown of job 1003"), std::string::npos);
 
+  // suspect_ratio = 0 is a site's "never flag" (docs/policy.md); the epilog passes it on as --threshold 0.
+  EXPECT_EQ(sh(cli() + " log --log " + log.string() + " --threshold 0", dir_).status, 0);
   const Result sus = sh(cli() + " log --log " + log.string() + " --suspects --threshold 0.8", dir_);
   EXPECT_EQ(sus.status, 0);
   // the slow node halves throughput on a site already 0.6-0.9x of the model: its uncalibrated jobs fall below the
