@@ -380,6 +380,29 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
                       advisor::to_string(*q.recompute) + "; the search picks among the allowed modes)"});
     q.recompute.reset();
   }
+  // Settings that imply a choice the limits exclude go with it: the search could only answer "nothing fits".
+  const bool selective_allowed = rc.empty() || contains(rc, advisor::Recompute::Selective);
+  const bool none_allowed = rc.empty() || contains(rc, advisor::Recompute::None);
+  if (q.etp && p.limits.max_tp > 0 && *q.etp > p.limits.max_tp) {
+    ch.push_back({"expert TP no longer fixed (user asked etp=" + std::to_string(*q.etp) + ")",
+                  p.where("limits.max_tp") + " = " + std::to_string(p.limits.max_tp) + ": expert TP is 1 or the TP degree"});
+    q.etp.reset();
+  }
+  if (q.recompute_modules && !selective_allowed) {
+    ch.push_back({"recompute modules no longer fixed",
+                  p.where("limits.recompute") + " = [" + list_enums(rc) + "]: modules are selective recompute's"});
+    q.recompute_modules.reset();
+  }
+  if (q.offload_layers.value_or(0) > 0 && !none_allowed) {
+    ch.push_back({"activation offload no longer fixed (user asked " + std::to_string(*q.offload_layers) + " layers)",
+                  p.where("limits.recompute") + " = [" + list_enums(rc) + "]: offloaded layers are not recomputed"});
+    q.offload_layers.reset();
+  }
+  if (q.pipeline_schedule && p.limits.max_pp == 1 && *q.pipeline_schedule != advisor::PipelineSchedule::OneFOneB) {
+    ch.push_back({std::string("pipeline schedule ") + advisor::to_string(*q.pipeline_schedule) + " no longer fixed",
+                  p.where("limits.max_pp") + " = 1: no pipeline to schedule"});
+    q.pipeline_schedule.reset();
+  }
   if (q.micro_batch) {
     const int mb = *q.micro_batch;
     if (mb < p.limits.min_micro_batch) {

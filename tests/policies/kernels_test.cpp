@@ -250,4 +250,30 @@ TEST(Kernels, TheNicCountFactReplacesTheProbesList) {
   EXPECT_EQ(same.cluster.nics.size(), 8u) << "control";
 }
 
+// A user's setting that implies a choice the limits exclude goes with it, with a change saying why (the plan then
+// found "nothing fits" blaming the caps): etp above max_tp (expert TP is 1 or the TP degree), recompute modules
+// where selective recompute is not allowed, offloaded layers where no-recompute is not, a pipeline schedule under
+// max_pp = 1. Control: within the limits they stay.
+TEST(Kernels, SettingsThatImplyAnExcludedChoiceGoWithIt) {
+  advisor::Scenario s = mixtral(2, "mixtral-8x7b");
+  s.parallel.etp = 8;
+  s.parallel.recompute_modules = 1u;
+  s.parallel.offload_layers = 2;
+  s.parallel.pipeline_schedule = advisor::PipelineSchedule::Interleaved;
+  advisor::Scenario limited = s;
+  const auto ch = apply_to_scenario(
+      resolve(parse_policy("[defaults.limits]\nmax_tp = 2\nmax_pp = 1\nrecompute = [\"full\"]\n", "p.toml"), ""),
+      limited);
+  EXPECT_FALSE(limited.parallel.etp);
+  EXPECT_FALSE(limited.parallel.recompute_modules);
+  EXPECT_FALSE(limited.parallel.offload_layers);
+  EXPECT_FALSE(limited.parallel.pipeline_schedule);
+  EXPECT_TRUE(has_change(ch, "expert TP no longer fixed (user asked etp=8) — [defaults] limits.max_tp = 2: expert TP "
+                             "is 1 or the TP degree"));
+  advisor::Scenario free = s;
+  apply_to_scenario(resolve(parse_policy("[defaults.limits]\nmax_tp = 8\n", "p.toml"), ""), free);
+  EXPECT_EQ(free.parallel.etp, 8) << "control";
+  EXPECT_TRUE(free.parallel.recompute_modules && free.parallel.offload_layers && free.parallel.pipeline_schedule);
+}
+
 }  // namespace paratune::policies
