@@ -84,6 +84,7 @@ void overlay(EffectivePolicy& p, const PolicyLayer& L) {
   take_opt(L.facts.fabric, f.fabric, o, "facts.fabric", s);
   take_opt(L.facts.nccl_topo_file, f.nccl_topo_file, o, "facts.nccl_topo_file", s);
   take_opt(L.facts.nvls, f.nvls, o, "facts.nvls", s);
+  take_opt(L.facts.rail_aligned, f.rail_aligned, o, "facts.rail_aligned", s);
   take_opt(L.facts.leaf_oversubscription, f.leaf_oversubscription, o, "facts.leaf_oversubscription", s);
   take_opt(L.facts.kernels, f.kernels, o, "facts.kernels", s);
   take_opt(L.facts.te_version, f.te_version, o, "facts.te_version", s);
@@ -318,6 +319,15 @@ std::vector<PolicyChange> apply_to_scenario(const EffectivePolicy& p, advisor::S
     c.te_version = *f.te_version;
   }
   drop_old_te_loss(p, s, ch);
+  // Whether the rails are aligned is not something the probe can see (it is the switch cabling): stated here, the
+  // plan may keep each ring on one rail (NCCL_CROSS_NIC=0) and prices the fabric as such.
+  if (f.rail_aligned && (*f.rail_aligned != c.rail_aligned || !c.rail_alignment_known)) {
+    ch.push_back({std::string("fabric ") + (*f.rail_aligned ? "rail-optimised" : "not rail-optimised") + " (probe: " +
+                      (c.rail_alignment_known ? (c.rail_aligned ? "rail-optimised" : "not") : "not known") + ")",
+                  p.where("facts.rail_aligned")});
+    c.rail_aligned = *f.rail_aligned;
+    c.rail_alignment_known = true;
+  }
   if (f.nvls && *f.nvls != c.nvls) {
     ch.push_back({std::string("NVLink SHARP ") + (*f.nvls ? "usable" : "not used") + " (probe: " +
                       (c.nvls ? "usable" : "not usable") + ")",
@@ -526,6 +536,7 @@ std::string summary(const EffectivePolicy& p) {
   if (f.fabric) facts.push_back(std::string("fabric ") + advisor::to_string(*f.fabric));
   if (f.nccl_topo_file) facts.push_back("nccl_topo_file " + *f.nccl_topo_file);
   if (f.nvls) facts.push_back(std::string("nvls ") + (*f.nvls ? "true" : "false"));
+  if (f.rail_aligned) facts.push_back(std::string("rail_aligned ") + (*f.rail_aligned ? "true" : "false"));
   if (f.leaf_oversubscription) facts.push_back("leaf_oversubscription " + fmt_number(*f.leaf_oversubscription));
   if (f.kernels) facts.push_back("kernels installed [" + list_enums(*f.kernels) + "]");
   if (f.te_version) facts.push_back("te_version " + *f.te_version);

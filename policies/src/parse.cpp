@@ -56,8 +56,8 @@ constexpr const char* kLimitKeys =
     "max_tp, max_pp, max_cp, max_ep, dispatchers, zero_stages, recompute, frameworks, min_micro_batch, "
     "max_micro_batch, memory_headroom_gib";
 constexpr const char* kFactKeys =
-    "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels, te_version, "
-    "profile";
+    "gpu, nic_gbps, nic_count, nvlink_domain, fabric, nccl_topo_file, nvls, rail_aligned, leaf_oversubscription, "
+    "kernels, te_version, profile";
 constexpr const char* kDispatchers = "alltoall, allgather, flex";
 constexpr const char* kKernels = "deepep, hybridep, te, flash3";
 constexpr const char* kLogKeys = "tuning_log, mode, group";
@@ -724,6 +724,8 @@ class Parser {
         }
       } else if (key == "nvls") {
         set = assign(f.nvls, get_bool(v, p));
+      } else if (key == "rail_aligned") {
+        set = assign(f.rail_aligned, get_bool(v, p));
       } else if (key == "te_version") {
         if (auto s = get_string(v, p, "a Transformer Engine version MAJOR.MINOR")) {
           int major = 0, minor = 0;

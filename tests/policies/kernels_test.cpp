@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_args.h"
 #include "paratune/advisor/model.h"
 #include "paratune/policies/policy.h"
@@ -274,6 +275,33 @@ TEST(Kernels, SettingsThatImplyAnExcludedChoiceGoWithIt) {
   apply_to_scenario(resolve(parse_policy("[defaults.limits]\nmax_tp = 8\n", "p.toml"), ""), free);
   EXPECT_EQ(free.parallel.etp, 8) << "control";
   EXPECT_TRUE(free.parallel.recompute_modules && free.parallel.offload_layers && free.parallel.pipeline_schedule);
+}
+
+// Rail alignment is the switch cabling, which no probe sees: facts.rail_aligned states it, and a multi-node plan on
+// InfiniBand then keeps each ring on its rail (NCCL_CROSS_NIC=0, docs/operations.md "rails stated"), which the
+// plugin's jobs could not get before (the probe's cluster never knew it). Control: without the fact, nothing.
+TEST(Kernels, TheRailFactLetsThePlanKeepRingsOnTheirRails) {
+  advisor::Scenario s = mixtral(4, "llama3-8b");
+  s.cluster.fabric = advisor::Fabric::InfiniBand;
+  s.cluster.fabric_known = true;
+  for (int i = 0; i < 8; ++i) {
+    advisor::NicFacts n;
+    n.name = "mlx5_" + std::to_string(i);
+    n.gbps = 400;
+    s.cluster.nics.push_back(n);
+  }
+  advisor::Layout l;
+  l.dp = 32; l.zero_stage = 1; l.micro_batch = 1;
+  const auto cross_nic = [&](const advisor::Scenario& x) {
+    for (const auto& e : advisor::synthesize_env(x, advisor::Framework::Megatron, l, 40))
+      if (e.name == "NCCL_CROSS_NIC") return e.value;
+    return std::string("<unset>");
+  };
+  EXPECT_EQ(cross_nic(s), "<unset>") << "control: not stated";
+  advisor::Scenario stated = s;
+  const auto ch = apply_to_scenario(resolve(parse_policy("[defaults.facts]\nrail_aligned = true\n", "p.toml"), ""), stated);
+  EXPECT_TRUE(has_change(ch, "fabric rail-optimised (probe: not known) — [defaults] facts.rail_aligned"));
+  EXPECT_EQ(cross_nic(stated), "0");
 }
 
 }  // namespace paratune::policies

@@ -238,7 +238,7 @@ const BadCase kBadCases[] = {
      "p.toml:2:1: defaults.env.forced: unknown key; valid: force, default, forbid, allow_override, applies_to"},
     {"UnknownFactKey", "[partition.a.facts]\nnic_speed = 100\n",
      "p.toml:2:1: partition.a.facts.nic_speed: unknown key; valid: gpu, nic_gbps, nic_count, nvlink_domain, "
-     "fabric, nccl_topo_file, nvls, leaf_oversubscription, kernels, te_version, profile"},
+     "fabric, nccl_topo_file, nvls, rail_aligned, leaf_oversubscription, kernels, te_version, profile"},
     {"UnknownLogKey", "[defaults.log]\npath = \"/x\"\n",
      "p.toml:2:1: defaults.log.path: unknown key; valid: tuning_log, mode, group"},
     {"BadMode", "[defaults]\nmode = \"sugest\"\n",

@@ -83,6 +83,7 @@ struct Facts {
   std::optional<advisor::Fabric> fabric;
   std::optional<std::string> nccl_topo_file;  // vendor NCCL topology file (absolute path on the compute node)
   std::optional<bool> nvls;                   // NVLink SHARP usable (false: Fabric Manager broken / not wanted)
+  std::optional<bool> rail_aligned;           // the fabric is rail-optimised (one NIC per GPU, each on its own rail)
   // Above each leaf switch of Slurm's topology: downlink / uplink bandwidth (2 = 2:1, half the bandwidth leaves the
   // leaf). Unset: 1, a non-blocking fat tree, so the switch placement of a job changes nothing.
   std::optional<double> leaf_oversubscription;
