@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "dgx_h100.h"
 #include "paratune/advisor/advisor.h"
 #include "paratune/advisor/env.h"
 #include "paratune/advisor/framework_args.h"
@@ -110,13 +111,7 @@ TEST(FrameworkArgs, MegatronUnevenInterleavedPlan) {
 // core_v0.15.3: lines 715 and 959), Megatron-DeepSpeed raises without 1 under sequence parallelism. The search
 // plans none that would stop; without the rule the same scenario plans them (control).
 TEST(Env, TheSitesCudaDeviceMaxConnectionsDecidesWhatCanStart) {
-  Scenario s;
-  s.model = model_preset("llama3-8b");
-  s.training.global_batch = 256;
-  s.cluster.gpu = "h100-sxm5-80gb";
-  s.cluster.nodes = 1;
-  s.cluster.gpus_per_node = 8;
-  s.cluster.nvlink_domain = 8;
+  const Scenario s = test_scenarios::on_dgx_h100("llama3-8b", 1, 256);
   Layout fsdp;
   fsdp.dp = 8; fsdp.zero_stage = 3;
   Layout tp;

@@ -53,6 +53,28 @@ advisor::Scenario mixtral(int nodes, const char* preset = "mixtral-8x22b") {
   return s;
 }
 
+// Llama 3 8B on 4 nodes whose probe named 8 InfiniBand ports each (mlx5_0..7, 400 Gb/s).
+advisor::Scenario probed_infiniband() {
+  advisor::Scenario s = mixtral(4, "llama3-8b");
+  s.cluster.fabric = advisor::Fabric::InfiniBand;
+  s.cluster.fabric_known = true;
+  for (int i = 0; i < 8; ++i) {
+    advisor::NicFacts n;
+    n.name = "mlx5_" + std::to_string(i);
+    n.gbps = 400;
+    s.cluster.nics.push_back(n);
+  }
+  return s;
+}
+
+advisor::Layout data_parallel(int dp) {
+  advisor::Layout l;
+  l.dp = dp;
+  l.zero_stage = 1;
+  l.micro_batch = 1;
+  return l;
+}
+
 std::string parse_error(const std::string& text) {
   try {
     parse_policy(text, "p.toml");
@@ -223,18 +245,8 @@ TEST(Kernels, TheForcedCudaDeviceMaxConnectionsReachesTheSearch) {
 // probed keep the first ones (a 1-NIC fact used to change only the count, and the plan kept 8 NICs' bandwidth), more
 // drop the list (no names for the others). Control: without the fact the list is the probe's.
 TEST(Kernels, TheNicCountFactReplacesTheProbesList) {
-  advisor::Scenario probed = mixtral(4, "llama3-8b");
-  probed.cluster.fabric = advisor::Fabric::InfiniBand;
-  probed.cluster.fabric_known = true;
-  for (int i = 0; i < 8; ++i) {
-    advisor::NicFacts n;
-    n.name = "mlx5_" + std::to_string(i);
-    n.gbps = 400;
-    probed.cluster.nics.push_back(n);
-  }
-  advisor::Layout l;
-  l.dp = 32; l.zero_stage = 1;
-  l.micro_batch = 1;
+  advisor::Scenario probed = probed_infiniband();
+  const advisor::Layout l = data_parallel(32);
   probed.training.overlap_dp_comm = false;  // the gradient all-reduce exposed: the network shows in the step
   const double eight = advisor::Evaluator(probed, advisor::Framework::Megatron).evaluate(l).step_s;
   advisor::Scenario one = probed;
@@ -281,17 +293,8 @@ TEST(Kernels, SettingsThatImplyAnExcludedChoiceGoWithIt) {
 // InfiniBand then keeps each ring on its rail (NCCL_CROSS_NIC=0, docs/operations.md "rails stated"), which the
 // plugin's jobs could not get before (the probe's cluster never knew it). Control: without the fact, nothing.
 TEST(Kernels, TheRailFactLetsThePlanKeepRingsOnTheirRails) {
-  advisor::Scenario s = mixtral(4, "llama3-8b");
-  s.cluster.fabric = advisor::Fabric::InfiniBand;
-  s.cluster.fabric_known = true;
-  for (int i = 0; i < 8; ++i) {
-    advisor::NicFacts n;
-    n.name = "mlx5_" + std::to_string(i);
-    n.gbps = 400;
-    s.cluster.nics.push_back(n);
-  }
-  advisor::Layout l;
-  l.dp = 32; l.zero_stage = 1; l.micro_batch = 1;
+  const advisor::Scenario s = probed_infiniband();
+  const advisor::Layout l = data_parallel(32);
   const auto cross_nic = [&](const advisor::Scenario& x) {
     for (const auto& e : advisor::synthesize_env(x, advisor::Framework::Megatron, l, 40))
       if (e.name == "NCCL_CROSS_NIC") return e.value;
