@@ -29,6 +29,20 @@ void print_section(const std::string& title, const policies::EffectivePolicy& p)
   std::printf("[%s]\n%s", title.c_str(), policies::summary(p).c_str());
 }
 
+// Limits that leave a framework no layout: an error when that is every allowed framework (every job of the section
+// would get "nothing fits", and fail under on_error = "closed"), else a warning naming them. False on the error.
+bool check_plannable(const std::string& file, const std::string& title, const policies::EffectivePolicy& p) {
+  const auto none = policies::unplannable_frameworks(p);
+  if (none.empty()) return true;
+  std::string names;
+  for (auto f : none) names += (names.empty() ? "" : ", ") + std::string(advisor::to_string(f));
+  const bool all = p.limits.frameworks.empty() ? none.size() == 6 : none.size() == p.limits.frameworks.size();
+  std::fprintf(stderr, "%s: %s: [%s] limits.zero_stages / limits.recompute leave %s no layout it runs%s\n",
+               file.c_str(), all ? "error" : "warning", title.c_str(), names.c_str(),
+               all ? ": every job there would get \"nothing fits\"" : " (its jobs would get \"nothing fits\")");
+  return !all;
+}
+
 struct CheckArgs {
   std::string file, partition;
   bool draft = false, strict = false;
@@ -54,6 +68,15 @@ int run_check(const CheckArgs& a, bool has_partition) {
     if (!a.draft) status = kFailure;
   }
   if (has_partition && !check_partition_names("policy check", f, file, {a.partition}, a.strict)) return kBadInput;
+  bool plannable = true;
+  if (has_partition) {
+    plannable = check_plannable(file, "partition." + a.partition, policies::resolve(f, a.partition));
+  } else {
+    plannable = check_plannable(file, "defaults", policies::resolve(f, ""));
+    for (const auto& [name, layer] : f.partitions)
+      plannable = check_plannable(file, "partition." + name, policies::resolve(f, name)) && plannable;
+  }
+  if (!plannable) return kBadInput;
   std::printf("%s: %s\n", file.c_str(), status == kOk ? "ok" : "content ok, file refused");
   if (has_partition) {
     print_section("partition." + a.partition, policies::resolve(f, a.partition));

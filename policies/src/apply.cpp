@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "paratune/advisor/framework_traits.h"
 #include "paratune/advisor/framework_versions.h"
 #include "paratune/advisor/loss_fusion.h"
 #include "paratune/policies/policy.h"
@@ -208,6 +209,26 @@ advisor::SearchLimits search_limits(const EffectivePolicy& p) {
   else if (std::find(p.env.forbid.begin(), p.env.forbid.end(), "CUDA_DEVICE_MAX_CONNECTIONS") != p.env.forbid.end())
     l.cuda_device_max_connections = "";
   return l;
+}
+
+std::vector<advisor::Framework> unplannable_frameworks(const EffectivePolicy& p) {
+  std::vector<advisor::Framework> allowed = p.limits.frameworks;
+  if (allowed.empty())
+    allowed = {advisor::Framework::Megatron, advisor::Framework::DeepSpeed, advisor::Framework::Fsdp,
+               advisor::Framework::Torchtitan, advisor::Framework::Nemo, advisor::Framework::Automodel};
+  const auto& zs = p.limits.zero_stages;
+  const auto& rc = p.limits.recompute_modes;
+  std::vector<advisor::Framework> out;
+  for (advisor::Framework f : allowed) {
+    bool zero = false, recompute = false;
+    for (int z = 0; z <= 3; ++z)
+      zero = zero || ((zs.empty() || std::find(zs.begin(), zs.end(), z) != zs.end()) && advisor::runs_zero(f, z, 1));
+    for (advisor::Recompute r : {advisor::Recompute::None, advisor::Recompute::Selective, advisor::Recompute::Full})
+      recompute = recompute ||
+                  ((rc.empty() || std::find(rc.begin(), rc.end(), r) != rc.end()) && advisor::runs_recompute(f, r));
+    if (!zero || !recompute) out.push_back(f);
+  }
+  return out;
 }
 
 namespace {

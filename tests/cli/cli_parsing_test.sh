@@ -92,6 +92,12 @@ expect 0 "PARATUNE_TP=" advise --paratune llama3-8b,gbs=64 --topology builtin:nv
 expect 2 "^paratune predict: unexpected argument 'extra'" predict -s "$dir/s.toml" extra
 expect 2 "^paratune policy: unknown sub-command 'lint'; valid: check" policy lint x
 expect 2 "^paratune policy check: FILE is required" policy check
+# Limits that leave every allowed framework no layout are an error (every job there would get "nothing fits");
+# leaving some of them none is a warning naming them.
+printf '[defaults.limits]\nframeworks = ["torchtitan"]\nzero_stages = [1]\n' > "$dir/nolayout.toml"
+expect 2 "error: \[defaults\] limits.zero_stages / limits.recompute leave torchtitan no layout it runs" policy check --draft "$dir/nolayout.toml"
+printf '[defaults.limits]\nframeworks = ["fsdp", "megatron"]\nzero_stages = [1]\n' > "$dir/somelayout.toml"
+expect 0 "warning: \[defaults\] .* leave fsdp no layout it runs" policy check --draft "$dir/somelayout.toml"
 expect 2 "^paratune log: --since: 'yesterday': expected YYYY-MM-DD" log --since yesterday
 expect 2 "^paratune log: --threshold: expected a ratio in \[0, 10\] \(0: judge no ratio, as suspect_ratio = 0\), got '-1'" log --threshold -1
 expect 2 "^paratune calibrate: --output is required" calibrate --log "$dir/x"
