@@ -305,8 +305,10 @@ int run(const RunArgs& args, std::vector<std::string> cmd) {
       }
       bool& ok = k == 0 ? our_out_ok : our_err_ok;
       if (ok) ok = write_all(k == 0 ? STDOUT_FILENO : STDERR_FILENO, buf.data(), size_t(got));
-      (k == 0 ? out_lines : err_lines).feed(std::string_view(buf.data(), size_t(got)), std::ref(scan));
+      // Where the child's stderr now stands before scanning, so that a warning the scan raises waits for the end of
+      // a line this chunk left open instead of splitting it.
       if (k == 1) diag.child_wrote(buf.data(), size_t(got));
+      (k == 0 ? out_lines : err_lines).feed(std::string_view(buf.data(), size_t(got)), std::ref(scan));
     }
     if (fds[2].revents & POLLIN) {
       signalfd_siginfo si{};

@@ -253,6 +253,19 @@ TEST_F(Cli, RunRefusesAFifoReportWithoutBlocking) {
   EXPECT_NE(r.out.find("elapsed time per iteration"), std::string::npos) << "the child's output passed through";
 }
 
+// Our warning about a line whose chunk left the child's stderr mid-line waits for the end of that line: the
+// child's "part" + "ial" stays one line (the warning used to land between them).
+TEST_F(Cli, RunWarningsNeverSplitAChildsLine) {
+  const Result r = sh("env -u PARATUNE_GLOBAL_BATCH " + cli() + " run --report " + (dir_ / "r.jsonl").string() +
+                          " -- sh -c \"printf \\\"{'train_samples_per_second': 5.0}\\npart\\\" >&2; sleep .5; "
+                          "printf 'ial\\n' >&2\"",
+                      dir_);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("\npartial\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("paratune run: warning"), std::string::npos) << "positive control: a warning was written\n"
+                                                                     << r.err;
+}
+
 TEST_F(Cli, CalibrateWritesAFileTheAdvisorReads) {
   const fs::path log = dir_ / "tuning.jsonl", out = dir_ / "calibration.toml";
   std::ofstream(log.string()) << synthetic_history(80);
