@@ -36,7 +36,7 @@ bool check_plannable(const std::string& file, const std::string& title, const po
   if (none.empty()) return true;
   std::string names;
   for (auto f : none) names += (names.empty() ? "" : ", ") + std::string(advisor::to_string(f));
-  const bool all = p.limits.frameworks.empty() ? none.size() == 6 : none.size() == p.limits.frameworks.size();
+  const bool all = none.size() == policies::allowed_frameworks(p).size();
   std::fprintf(stderr, "%s: %s: [%s] limits.zero_stages / limits.recompute leave %s no layout it runs%s\n",
                file.c_str(), all ? "error" : "warning", title.c_str(), names.c_str(),
                all ? ": every job there would get \"nothing fits\"" : " (its jobs would get \"nothing fits\")");

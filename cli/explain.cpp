@@ -231,8 +231,7 @@ std::string vs_verdict(const json& v) {
 json per_framework(const ExplainInput& in) {
   json out = json::array();
   if (!in.limits.all_frameworks) return out;
-  for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan,
-                      Framework::Nemo, Framework::Automodel}) {
+  for (Framework f : known_frameworks()) {
     if ((f == Framework::Nemo || f == Framework::Automodel) && in.scenario.training.framework != f)
       continue;  // as the search does
     const auto& allowed = in.limits.frameworks;

@@ -694,8 +694,7 @@ std::vector<Framework> frameworks_to_search(const Scenario& s, const SearchLimit
   if (limits.all_frameworks) {
     // NeMo and AutoModel are priced as the stack they run on (Megatron-Core, torchtitan's PyTorch-native one): each
     // joins the comparison only when the scenario names it.
-    for (Framework f : {Framework::Megatron, Framework::DeepSpeed, Framework::Fsdp, Framework::Torchtitan,
-                        Framework::Nemo, Framework::Automodel})
+    for (Framework f : known_frameworks())
       if (allowed(limits.frameworks, f) && (f != Framework::Nemo || s.training.framework == Framework::Nemo) &&
           (f != Framework::Automodel || s.training.framework == Framework::Automodel))
         candidates.push_back(f);

@@ -247,6 +247,12 @@ Framework framework_from_string(const std::string& s) {
   throw std::invalid_argument("'" + s +
                               "' is not a framework; valid: megatron, deepspeed, fsdp, torchtitan, nemo, automodel");
 }
+const std::vector<Framework>& known_frameworks() {
+  static const std::vector<Framework> all = {Framework::Megatron,   Framework::DeepSpeed, Framework::Fsdp,
+                                             Framework::Torchtitan, Framework::Nemo,      Framework::Automodel};
+  return all;
+}
+
 void set_framework(TrainingSpec& t, const std::string& name) {
   t.framework = framework_from_string(name);
   if (lower(name) == "megatron-deepspeed" && t.framework_version.empty()) t.framework_version = "megatron-deepspeed";

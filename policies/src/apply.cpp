@@ -211,15 +211,15 @@ advisor::SearchLimits search_limits(const EffectivePolicy& p) {
   return l;
 }
 
+const std::vector<advisor::Framework>& allowed_frameworks(const EffectivePolicy& p) {
+  return p.limits.frameworks.empty() ? advisor::known_frameworks() : p.limits.frameworks;
+}
+
 std::vector<advisor::Framework> unplannable_frameworks(const EffectivePolicy& p) {
-  std::vector<advisor::Framework> allowed = p.limits.frameworks;
-  if (allowed.empty())
-    allowed = {advisor::Framework::Megatron, advisor::Framework::DeepSpeed, advisor::Framework::Fsdp,
-               advisor::Framework::Torchtitan, advisor::Framework::Nemo, advisor::Framework::Automodel};
   const auto& zs = p.limits.zero_stages;
   const auto& rc = p.limits.recompute_modes;
   std::vector<advisor::Framework> out;
-  for (advisor::Framework f : allowed) {
+  for (advisor::Framework f : allowed_frameworks(p)) {
     bool zero = false, recompute = false;
     for (int z = 0; z <= 3; ++z)
       zero = zero || ((zs.empty() || std::find(zs.begin(), zs.end(), z) != zs.end()) && advisor::runs_zero(f, z, 1));

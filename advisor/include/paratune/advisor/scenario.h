@@ -99,6 +99,8 @@ std::string recompute_modules_to_string(unsigned modules);
 unsigned recompute_modules_from_string(const std::string& s);
 // Parsers throw std::invalid_argument whose message lists the valid choices.
 Framework framework_from_string(const std::string& s);
+// Every framework paratune plans for, in the order searches and listings take them.
+const std::vector<Framework>& known_frameworks();
 struct TrainingSpec;
 // A framework named as text, with the version its name implies where none is given: "megatron-deepspeed" is
 // DeepSpeed at framework_version megatron-deepspeed (else it would plan plain DeepSpeed under that name).

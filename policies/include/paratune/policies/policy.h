@@ -247,7 +247,9 @@ ModeDecision decide_mode(const EffectivePolicy& p, const ModeRequest& r);
 // The advisor's search limits the policy imposes (top_n, all_frameworks: SearchLimits' defaults).
 advisor::SearchLimits search_limits(const EffectivePolicy& p);
 
-// The allowed frameworks (limits.frameworks, else all) whose every layout the limits exclude: none of their ZeRO
+// The frameworks the limits allow: limits.frameworks, else all of them.
+const std::vector<advisor::Framework>& allowed_frameworks(const EffectivePolicy& p);
+// The allowed frameworks whose every layout the limits exclude: none of their ZeRO
 // stages or none of their recompute modes is among limits.zero_stages / limits.recompute (framework_traits.h). A job
 // of such a framework gets "nothing fits"; when it is every allowed one, every job of the partition does.
 std::vector<advisor::Framework> unplannable_frameworks(const EffectivePolicy& p);
